@@ -1,0 +1,154 @@
+package hashedwheel
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Defaults and limits, as in Netty.
+const (
+	defaultTickDuration  = 100 * time.Millisecond
+	defaultTicksPerWheel = 512
+
+	// minTickDuration is the shortest tick. Shorter ones are raised to it:
+	// a worker that wakes more often than every millisecond spends its time
+	// waking (Netty #8277).
+	minTickDuration = time.Millisecond
+
+	// maxTicksPerWheel is the largest wheel: 2^30 buckets, the largest power
+	// of two an int32 bucket index holds.
+	maxTicksPerWheel = 1 << 30
+)
+
+// Option configures a Timer. Options are made by the With functions and
+// applied, in order, by NewTimer.
+type Option interface {
+	apply(*config) error
+}
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// config is what the options build. NewTimer validates the whole and copies it
+// into the Timer.
+type config struct {
+	tickDuration       time.Duration
+	ticksPerWheel      int
+	maxPendingTimeouts int64
+	taskExecutor       func(task func())
+	logger             *slog.Logger
+}
+
+// WithTickDuration sets the interval between ticks; the default is 100ms. A
+// task runs at the first tick at or after its deadline, so the tick is the
+// timer's precision. d must be positive. Durations under 1ms are raised to 1ms
+// with a warning, as Netty does. NewTimer fails if d times the wheel length
+// overflows an int64 count of nanoseconds.
+func WithTickDuration(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("hashedwheel: WithTickDuration(%v): tick duration must be > 0", d)
+		}
+		c.tickDuration = d
+		return nil
+	})
+}
+
+// WithTicksPerWheel sets the number of buckets in the wheel; the default is
+// 512. n must be in [1, 1<<30] and is rounded up to a power of two. A bigger
+// wheel keeps buckets shorter when many timeouts are pending far ahead.
+func WithTicksPerWheel(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n <= 0 || n > maxTicksPerWheel {
+			return fmt.Errorf("hashedwheel: WithTicksPerWheel(%d): ticks per wheel must be in [1, %d]",
+				n, maxTicksPerWheel)
+		}
+		c.ticksPerWheel = n
+		return nil
+	})
+}
+
+// WithMaxPendingTimeouts limits how many timeouts may be pending at once;
+// NewTimeout and AfterFunc fail with an error wrapping
+// ErrTooManyPendingTimeouts while the limit is reached. n <= 0, the default,
+// means no limit.
+func WithMaxPendingTimeouts(n int64) Option {
+	return optionFunc(func(c *config) error {
+		c.maxPendingTimeouts = max(n, 0)
+		return nil
+	})
+}
+
+// WithTaskExecutor makes the worker hand each due task to exec instead of
+// running it itself; by default tasks run one at a time on the worker
+// goroutine, so a slow task delays every later one. exec must not be nil. It
+// is called on the worker goroutine and should return quickly, for example
+// after passing task to a pool of goroutines. A Timeout is expired before exec
+// is called; if exec panics, the panic is logged and the task does not run.
+func WithTaskExecutor(exec func(task func())) Option {
+	return optionFunc(func(c *config) error {
+		if exec == nil {
+			return errors.New("hashedwheel: WithTaskExecutor(nil): executor must not be nil")
+		}
+		c.taskExecutor = exec
+		return nil
+	})
+}
+
+// WithLogger sets the logger for warnings (a raised tick duration, too many
+// live timers) and for panics recovered from tasks. The default is
+// slog.Default() as NewTimer finds it. l must not be nil; to discard the
+// output, pass slog.New(slog.DiscardHandler).
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) error {
+		if l == nil {
+			return errors.New("hashedwheel: WithLogger(nil): logger must not be nil")
+		}
+		c.logger = l
+		return nil
+	})
+}
+
+// newConfig applies opts to the defaults, validates the result and rounds it
+// to what the Timer will use.
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		tickDuration:  defaultTickDuration,
+		ticksPerWheel: defaultTicksPerWheel,
+	}
+	for i, opt := range opts {
+		if opt == nil {
+			return config{}, fmt.Errorf("hashedwheel: option %d is nil", i)
+		}
+		if err := opt.apply(&c); err != nil {
+			return config{}, err
+		}
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	c.ticksPerWheel = nextPowerOfTwo(c.ticksPerWheel)
+	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
+		return config{}, fmt.Errorf("hashedwheel: WithTickDuration(%v): with %d ticks per wheel it must be under %v",
+			c.tickDuration, c.ticksPerWheel, time.Duration(limit))
+	}
+	if c.tickDuration < minTickDuration {
+		c.logger.Warn("hashedwheel: tick duration under the minimum; using the minimum",
+			"configured", c.tickDuration, "minimum", minTickDuration)
+		c.tickDuration = minTickDuration
+	}
+	return c, nil
+}
+
+// nextPowerOfTwo returns the smallest power of two >= n, for 1 <= n <= 1<<30.
+func nextPowerOfTwo(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
