@@ -451,7 +451,7 @@ func TestPanickingExecutorIsLoggedAndWorkerGoesOn(t *testing.T) {
 
 func TestStopFromTaskDoesNotDeadlock(t *testing.T) {
 	for name, exec := range map[string]func(func()){
-		"worker":         nil,
+		"worker":          nil,
 		"inline executor": func(task func()) { task() },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,60 @@
+package hashedwheel
+
+import (
+	"bytes"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTooManyLiveTimersWarnsOnce(t *testing.T) {
+	tooManyTimersLogged.Store(false)
+	t.Cleanup(func() { tooManyTimersLogged.Store(false) })
+	before := liveTimers.Load()
+
+	var logs bytes.Buffer // NewTimer logs synchronously, from this goroutine
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	var timers []*Timer
+	for range instanceCountLimit + 10 - before {
+		tm, err := NewTimer(WithLogger(logger))
+		require.NoError(t, err)
+		timers = append(timers, tm)
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), "too many live timers"), logs.String())
+	assert.Contains(t, logs.String(), "live=65")
+
+	for _, tm := range timers {
+		tm.Stop()
+		tm.Stop() // counted out once
+	}
+	assert.Equal(t, before, liveTimers.Load())
+}
+
+func TestDroppedTimerIsCountedOutWhenCollected(t *testing.T) {
+	before := liveTimers.Load()
+	func() {
+		_, err := NewTimer()
+		require.NoError(t, err)
+	}()
+	require.Equal(t, before+1, liveTimers.Load())
+	assert.Eventually(t, func() bool {
+		runtime.GC()
+		return liveTimers.Load() == before
+	}, 5*time.Second, 10*time.Millisecond, "a never-started timer that was collected still counts as live")
+}
+
+func TestGoroutineIDTellsGoroutinesApart(t *testing.T) {
+	id := goroutineID()
+	require.NotZero(t, id)
+	assert.Equal(t, id, goroutineID())
+	other := make(chan uint64)
+	go func() { other <- goroutineID() }()
+	otherID := <-other
+	assert.NotZero(t, otherID)
+	assert.NotEqual(t, id, otherID)
+}

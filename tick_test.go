@@ -1,0 +1,154 @@
+package hashedwheel_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// These tests check the tick, round and wheel arithmetic on synctest's fake
+// clock, where the worker wakes exactly at tick boundaries, so every run time
+// is exact.
+//
+// Tick k covers deadlines in [k*tick, (k+1)*tick) since the timer started and
+// is processed when it ends, at (k+1)*tick. A timeout is placed in bucket
+// max(deadline/tick, current tick) mod wheel length with
+// remainingRounds = (deadline/tick - current tick) / wheel length.
+
+func TestTimeoutRunsAtTheEndOfItsDeadlineTick(t *testing.T) {
+	const tick = 100 * time.Millisecond
+	const wheel = 8 // one turn is 800ms
+	tests := []struct {
+		name  string
+		at    time.Duration // when NewTimeout is called, since Start
+		delay time.Duration
+		want  time.Duration // when the task runs, since Start
+	}{
+		{"zero delay", 0, 0, 100 * time.Millisecond},
+		{"negative delay", 0, -time.Second, 100 * time.Millisecond},
+		{"most negative delay", 0, -1 << 63, 100 * time.Millisecond},
+		{"1ns", 0, time.Nanosecond, 100 * time.Millisecond},
+		{"just under a tick", 0, tick - time.Nanosecond, 100 * time.Millisecond},
+		{"exactly a tick", 0, tick, 200 * time.Millisecond},
+		{"two and a half ticks", 0, 250 * time.Millisecond, 300 * time.Millisecond},
+		{"last bucket of the first turn", 0, 799 * time.Millisecond, 800 * time.Millisecond},
+		{"first bucket, one round", 0, 800 * time.Millisecond, 900 * time.Millisecond},
+		{"three rounds and a bit", 0, 2500 * time.Millisecond, 2600 * time.Millisecond},
+		{"eight rounds exactly", 0, 6400 * time.Millisecond, 6500 * time.Millisecond},
+		{"mid-tick, zero delay", 150 * time.Millisecond, 0, 200 * time.Millisecond},
+		{"mid-tick, one tick", 150 * time.Millisecond, tick, 300 * time.Millisecond},
+		{"on a boundary", 300 * time.Millisecond, 50 * time.Millisecond, 400 * time.Millisecond},
+		{"later turn, many rounds", 5 * time.Second, 10 * time.Second, 15100 * time.Millisecond},
+		{"after an hour parked", time.Hour + 37*time.Millisecond, 250 * time.Millisecond,
+			time.Hour + 300*time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm := newTimer(t, hashedwheel.WithTickDuration(tick), hashedwheel.WithTicksPerWheel(wheel))
+				start := time.Now()
+				require.NoError(t, tm.Start())
+				time.Sleep(tt.at)
+
+				ranAt := make(chan time.Duration, 1)
+				to := mustSchedule(t, tm, tt.delay, func() { ranAt <- time.Since(start) })
+				assert.Equal(t, start.Add(tt.at+max(tt.delay, 0)), to.Deadline())
+				assert.Equal(t, tt.want, <-ranAt)
+				assert.True(t, to.IsExpired())
+			})
+		})
+	}
+}
+
+func TestTimeoutsInOneTickRunInInsertionOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithTickDuration(200*time.Millisecond))
+		var order []string
+		mustSchedule(t, tm, 150*time.Millisecond, func() { order = append(order, "150ms") })
+		mustSchedule(t, tm, 20*time.Millisecond, func() { order = append(order, "20ms") })
+		time.Sleep(time.Second)
+		tm.Stop() // waits for the worker, so order can be read
+		assert.Equal(t, []string{"150ms", "20ms"}, order,
+			"a bucket is not sorted: what is due in one tick runs in the order it was scheduled")
+	})
+}
+
+func TestAtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
+		start := time.Now()
+		var ranPerTick [4]atomic.Int64
+		record := func() { ranPerTick[time.Since(start)/(100*time.Millisecond)].Add(1) }
+
+		// Cancelled timeouts still in the queue count against the cap, as in
+		// Netty: these 50,000 use up half of the first tick's transfers.
+		for range 50_000 {
+			mustSchedule(t, tm, 0, record).Cancel()
+		}
+		for range 200_001 {
+			mustSchedule(t, tm, 0, record)
+		}
+		time.Sleep(350 * time.Millisecond)
+
+		assert.Zero(t, ranPerTick[0].Load())
+		assert.Equal(t, int64(50_000), ranPerTick[1].Load(), "ran at the end of tick 0")
+		assert.Equal(t, int64(100_000), ranPerTick[2].Load(), "ran at the end of tick 1")
+		assert.Equal(t, int64(50_001), ranPerTick[3].Load(), "ran at the end of tick 2")
+		assert.Zero(t, tm.PendingTimeouts())
+	})
+}
+
+func TestSleepingWorkerWakesForASoonerTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// With one timeout 10s away, the worker sleeps through the empty
+		// buckets between its visits to that timeout's bucket. Timeouts
+		// scheduled meanwhile still run at their own tick.
+		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond), hashedwheel.WithTicksPerWheel(8))
+		start := time.Now()
+		var ranAt [3]atomic.Int64
+		mustSchedule(t, tm, 10*time.Second, func() { ranAt[0].Store(int64(time.Since(start))) })
+
+		time.Sleep(1050 * time.Millisecond)
+		mustSchedule(t, tm, 200*time.Millisecond, func() { ranAt[1].Store(int64(time.Since(start))) })
+		time.Sleep(2280 * time.Millisecond)
+		mustSchedule(t, tm, 0, func() { ranAt[2].Store(int64(time.Since(start))) })
+		time.Sleep(10 * time.Second)
+
+		assert.Equal(t, 10100*time.Millisecond, time.Duration(ranAt[0].Load()))
+		assert.Equal(t, 1300*time.Millisecond, time.Duration(ranAt[1].Load()))
+		assert.Equal(t, 3400*time.Millisecond, time.Duration(ranAt[2].Load()))
+	})
+}
+
+func TestTickDurationAndWheelInEffect(t *testing.T) {
+	tests := []struct {
+		tick      time.Duration
+		wheel     int
+		wantTick  time.Duration
+		wantWheel int
+	}{
+		{100 * time.Millisecond, 512, 100 * time.Millisecond, 512},
+		{time.Nanosecond, 1, time.Millisecond, 1},
+		{999 * time.Microsecond, 3, time.Millisecond, 4},
+		{time.Millisecond, 513, time.Millisecond, 1024},
+		{time.Second, 1 << 20, time.Second, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v,%d", tt.tick, tt.wheel), func(t *testing.T) {
+			logger, _ := newLogger()
+			tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(tt.tick),
+				hashedwheel.WithTicksPerWheel(tt.wheel), hashedwheel.WithLogger(logger))
+			require.NoError(t, err)
+			defer tm.Stop()
+			assert.Equal(t, tt.wantTick, tm.TickDuration())
+			assert.Equal(t, tt.wantWheel, tm.TicksPerWheel())
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package hashedwheel
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests look inside the worker. They read worker-owned state only after
+// synctest.Wait, which returns once the worker is durably blocked and orders
+// its writes before the reads.
+
+// linked counts the timeouts in the wheel's buckets.
+func linked(t *Timer) int {
+	n := 0
+	for i := range t.wheel {
+		for to := t.wheel[i].head; to != nil; to = to.bucketNext {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCancelledTimeoutsAreUnlinkedAtTheNextTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(16))
+		require.NoError(t, err)
+		defer tm.Stop()
+		var timeouts []*Timeout
+		for i := range 1000 {
+			to, err := tm.AfterFunc(time.Duration(i+1)*time.Second, func() {})
+			require.NoError(t, err)
+			timeouts = append(timeouts, to)
+		}
+		time.Sleep(15 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 1000, linked(tm), "all timeouts should be in buckets after one tick")
+
+		for _, to := range timeouts[1:] {
+			require.True(t, to.Cancel())
+		}
+		assert.Equal(t, int64(1), tm.PendingTimeouts(), "Cancel counts a timeout out at once")
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 1, linked(tm), "cancelled timeouts must leave their buckets within a tick")
+	})
+}
+
+func TestIdleWorkerParksAndSkipsEmptyBuckets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(100*time.Millisecond), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		defer tm.Stop()
+		require.NoError(t, tm.Start())
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.True(t, tm.sleeping.Load(), "an idle worker must park")
+		assert.Zero(t, tm.tick, "a parked worker must not count ticks")
+
+		// One timeout 10s away lands in bucket (36000+100)&7 = 4 with 12
+		// rounds. The worker visits that bucket once a turn and sleeps
+		// through the seven empty ones between.
+		to, err := tm.AfterFunc(10*time.Second, func() {})
+		require.NoError(t, err)
+		time.Sleep(1050 * time.Millisecond)
+		synctest.Wait()
+		// Woken at 1h, the worker took tick 36000 from the clock, visited
+		// bucket 4 at tick 36004 and now sleeps until tick 36012.
+		assert.Equal(t, int64(36005), tm.tick)
+		assert.True(t, tm.sleeping.Load())
+		// Stop at once, before the clock can move: the worker's next step
+		// then follows Stop, which orders it after the reads above.
+		assert.Equal(t, []*Timeout{to}, tm.Stop())
+	})
+}
