@@ -255,7 +255,7 @@ func run() error {
 // stopErr stops the timer and reports what it still held.
 func stopErr(timer *hashedwheel.Timer) error {
 	if left := timer.Stop(); len(left) > 0 {
-		return fmt.Errorf("Stop cancelled %d pending timeouts", len(left))
+		return fmt.Errorf("stop cancelled %d pending timeouts", len(left))
 	}
 	return nil
 }
