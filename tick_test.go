@@ -2,6 +2,7 @@ package hashedwheel_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -149,6 +150,64 @@ func TestTickDurationAndWheelInEffect(t *testing.T) {
 			defer tm.Stop()
 			assert.Equal(t, tt.wantTick, tm.TickDuration())
 			assert.Equal(t, tt.wantWheel, tm.TicksPerWheel())
+		})
+	}
+}
+
+// TestRandomScheduleMatchesTheArithmetic schedules and cancels timeouts at
+// random moments, with delays spanning many turns of a small wheel, and checks
+// each run time against the formula. It exercises the worker's skipped
+// visits, parking and wake-ups together.
+func TestRandomScheduleMatchesTheArithmetic(t *testing.T) {
+	const tick = 10 * time.Millisecond
+	for seed := range uint64(5) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 42))
+				tm := newTimer(t, hashedwheel.WithTickDuration(tick), hashedwheel.WithTicksPerWheel(8))
+				require.NoError(t, tm.Start())
+				start := time.Now()
+
+				type record struct {
+					want      time.Duration
+					ranAt     atomic.Int64
+					cancelled bool
+				}
+				records := make([]*record, 600)
+				var timeouts []*hashedwheel.Timeout
+				for i := range records {
+					if rng.IntN(4) == 0 {
+						// Sometimes a long quiet spell, so the worker parks
+						// or sleeps through many ticks.
+						time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
+					} else {
+						time.Sleep(time.Duration(rng.IntN(15_000)) * time.Microsecond)
+					}
+					delay := time.Duration(rng.Int64N(int64(3 * time.Second)))
+					deadline := time.Since(start) + delay
+					r := &record{want: (deadline/tick + 1) * tick}
+					records[i] = r
+					timeouts = append(timeouts, mustSchedule(t, tm, delay, func() {
+						r.ranAt.Store(int64(time.Since(start)))
+					}))
+					if rng.IntN(5) == 0 { // cancel a random earlier one
+						j := rng.IntN(len(timeouts))
+						if timeouts[j].Cancel() {
+							records[j].cancelled = true
+						}
+					}
+				}
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				for i, r := range records {
+					if r.cancelled {
+						assert.Zero(t, r.ranAt.Load(), "timeout %d ran after Cancel", i)
+						continue
+					}
+					assert.Equal(t, r.want, time.Duration(r.ranAt.Load()), "timeout %d", i)
+				}
+				assert.Zero(t, tm.PendingTimeouts())
+			})
 		})
 	}
 }

@@ -171,7 +171,7 @@ func NewTimer(opts ...Option) (*Timer, error) {
 		maxPendingTimeouts: c.maxPendingTimeouts,
 		taskExecutor:       c.taskExecutor,
 		logger:             c.logger,
-		wheel:              make([]bucket, c.ticksPerWheel),
+		wheel:              newWheel(c.ticksPerWheel),
 		wake:               make(chan struct{}, 1),
 		stopped:            make(chan struct{}),
 		done:               make(chan struct{}),

@@ -49,7 +49,7 @@ func TestCancelledTimeoutsAreUnlinkedAtTheNextTick(t *testing.T) {
 	})
 }
 
-func TestIdleWorkerParksAndSkipsEmptyBuckets(t *testing.T) {
+func TestIdleWorkerParksAndSleepsUntilSomethingIsDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := NewTimer(WithTickDuration(100*time.Millisecond), WithTicksPerWheel(8))
 		require.NoError(t, err)
@@ -61,18 +61,38 @@ func TestIdleWorkerParksAndSkipsEmptyBuckets(t *testing.T) {
 		assert.Zero(t, tm.tick, "a parked worker must not count ticks")
 
 		// One timeout 10s away lands in bucket (36000+100)&7 = 4 with 12
-		// rounds. The worker visits that bucket once a turn and sleeps
-		// through the seven empty ones between.
+		// rounds. The worker skips the visits at which it is not due and
+		// sleeps until tick 36100.
 		to, err := tm.AfterFunc(10*time.Second, func() {})
 		require.NoError(t, err)
 		time.Sleep(1050 * time.Millisecond)
 		synctest.Wait()
-		// Woken at 1h, the worker took tick 36000 from the clock, visited
-		// bucket 4 at tick 36004 and now sleeps until tick 36012.
-		assert.Equal(t, int64(36005), tm.tick)
+		// Woken at 1h, the worker took tick 36000 from the clock, moved the
+		// timeout into its bucket, and sleeps until tick 36100 ends.
+		assert.Equal(t, int64(36001), tm.tick)
 		assert.True(t, tm.sleeping.Load())
 		// Stop at once, before the clock can move: the worker's next step
 		// then follows Stop, which orders it after the reads above.
 		assert.Equal(t, []*Timeout{to}, tm.Stop())
+	})
+}
+
+func TestWorkerSleepsThroughVisitsWithNothingDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		defer tm.Stop()
+		// Every bucket holds a timeout due in an hour, hundreds of turns
+		// away. Netty's worker would wake every tick to count them down.
+		for i := range 16 {
+			_, err := tm.AfterFunc(time.Hour+time.Duration(i)*10*time.Millisecond, func() {})
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int64(1), tm.tick, "the worker woke for ticks with nothing due")
+		assert.True(t, tm.sleeping.Load())
+		assert.Equal(t, 16, linked(tm))
+		assert.Len(t, tm.Stop(), 16)
 	})
 }

@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"bytes"
+	"math"
 	"runtime"
 	"strconv"
 	"time"
@@ -27,7 +28,7 @@ func (t *Timer) run() {
 		idx := t.tick & t.mask
 		t.processCancelledTasks()
 		t.transferTimeoutsToBuckets()
-		t.wheel[idx].expireTimeouts(now)
+		t.wheel[idx].expireTimeouts(t.tick, now, int64(len(t.wheel)))
 		t.tick++
 	}
 	t.unprocessed = t.collectUnprocessed()
@@ -38,13 +39,14 @@ func (t *Timer) run() {
 // when the timer is stopped.
 //
 // Netty's worker wakes every tick. This one sleeps longer when it can prove
-// nothing is due sooner: both queues are empty and the buckets of the next
-// ticks are empty. It then skips those ticks, waking at the first non-empty
-// bucket, or parks until woken if the whole wheel is empty. A producer that
+// nothing is due sooner: both queues are empty and no bucket has a timeout
+// that may be due before some later tick. It then skips the ticks before
+// that one, or parks until woken if the wheel is empty. A producer that
 // pushes while the worker sleeps wakes it; the worker then takes its tick
-// from the clock, never past a bucket it has not processed, so deadlines are
+// from the clock, never past the tick it meant to wake for, so deadlines are
 // kept exactly as if it had ticked all along.
 func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
+	wheelLen := int64(len(t.wheel))
 	for {
 		if t.isStopped() {
 			return 0, false
@@ -53,14 +55,13 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
 		if now >= (t.tick+1)*t.tickDuration {
 			return now, true
 		}
-		skip, park := 0, false
-		if t.wheel[t.tick&t.mask].head == nil {
+		target, park := t.tick, false
+		if b := &t.wheel[t.tick&t.mask]; b.head == nil || b.dueTick(wheelLen) > t.tick {
 			t.sleeping.Store(true)
 			if t.timeouts.isEmpty() && t.cancelledTimeouts.isEmpty() {
-				skip = t.emptyBucketsAhead()
-				park = skip == len(t.wheel)
+				target, park = t.nextDueTick()
 			}
-			if skip == 0 {
+			if target == t.tick && !park {
 				t.sleeping.Store(false)
 			}
 		}
@@ -70,7 +71,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
 			case <-t.stopped:
 			}
 		} else {
-			sleep.Reset(time.Duration((t.tick+int64(skip)+1)*t.tickDuration - now))
+			sleep.Reset(time.Duration((target+1)*t.tickDuration - now))
 			select {
 			case <-sleep.C:
 			case <-t.wake:
@@ -79,29 +80,39 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
 				sleep.Stop()
 			}
 		}
-		if skip > 0 {
+		if park || target > t.tick {
 			t.sleeping.Store(false)
-			// The skipped buckets are empty and nothing was transferred
-			// meanwhile, so the worker may stand at any tick up to the clock's,
-			// but not beyond the first bucket it has not seen empty.
+			// Nothing was due in the ticks slept through, and nothing was
+			// transferred meanwhile, so the worker may stand at any tick up
+			// to the clock's, but not beyond the one it meant to wake for.
 			clockTick := t.elapsed() / t.tickDuration
 			if !park {
-				clockTick = min(clockTick, t.tick+int64(skip))
+				clockTick = min(clockTick, target)
 			}
 			t.tick = max(t.tick, clockTick)
 		}
 	}
 }
 
-// emptyBucketsAhead returns how many consecutive buckets, starting with the
-// current tick's, are empty: len(t.wheel) if all are.
-func (t *Timer) emptyBucketsAhead() int {
-	for i := range t.wheel {
-		if t.wheel[(t.tick+int64(i))&t.mask].head != nil {
-			return i
+// nextDueTick returns the first tick, from t.tick on, at which a bucket may
+// have a timeout due, or park true if the wheel is empty. It scans the wheel
+// in tick order and stops at the first bucket due on its next visit, so the
+// cost of a scan is at most one check per tick it lets the worker sleep.
+func (t *Timer) nextDueTick() (due int64, park bool) {
+	wheelLen := int64(len(t.wheel))
+	due, park = math.MaxInt64, true
+	for i := range wheelLen {
+		b := &t.wheel[(t.tick+i)&t.mask]
+		if b.head == nil {
+			continue
 		}
+		bucketDue := b.dueTick(wheelLen)
+		if bucketDue == t.tick+i {
+			return bucketDue, false
+		}
+		due, park = min(due, bucketDue), false
 	}
-	return len(t.wheel)
+	return due, park
 }
 
 // processCancelledTasks unlinks the timeouts cancelled since the last tick
@@ -134,7 +145,7 @@ func (t *Timer) transferTimeoutsToBuckets() {
 		to.remainingRounds = (calculated - t.tick) / wheelLen
 		idx := max(calculated, t.tick) & t.mask
 		to.bucketIndex = int32(idx)
-		t.wheel[idx].add(to)
+		t.wheel[idx].add(to, t.tick, idx, wheelLen)
 	}
 }
 
