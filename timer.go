@@ -100,6 +100,15 @@ type Timer struct {
 	// [tick*tickDuration, (tick+1)*tickDuration). Worker only.
 	tick int64
 
+	// transferBudget is how many more new timeouts the worker may take from
+	// the queue before tick ends: maxTransfersPerTick at the start of each
+	// tick. Worker only.
+	transferBudget int
+
+	// drainInterval is how long, in nanoseconds, the worker waits between
+	// early drains of the queue (see drainBatch). Worker only.
+	drainInterval int64
+
 	// startMu serialises Start with itself.
 	startMu sync.Mutex
 

@@ -20,6 +20,8 @@ func (t *Timer) run() {
 	// bubble it runs on the bubble's clock.
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
+	t.transferBudget = maxTransfersPerTick
+	t.drainInterval = t.tickDuration
 	for {
 		now, ok := t.waitForNextTick(sleep)
 		if !ok {
@@ -30,8 +32,32 @@ func (t *Timer) run() {
 		t.transferTimeoutsToBuckets()
 		t.wheel[idx].expireTimeouts(t.tick, now, int64(len(t.wheel)))
 		t.tick++
+		t.transferBudget = maxTransfersPerTick
 	}
 	t.unprocessed = t.collectUnprocessed()
+}
+
+// Early draining. A timeout cancelled while still queued stays reachable,
+// and so is marked by every garbage collection, until the worker pops it. At
+// a million schedule-and-cancels a second, a 10ms tick keeps tens of
+// thousands of them queued, and marking them cost more than the rest of the
+// work. So while new timeouts arrive the worker also transfers in the middle
+// of the tick it waits for, aiming at about drainBatch timeouts a drain. The
+// transfers count against that tick's maxTransfersPerTick, and a timeout
+// transferred early is placed exactly as it would be at the tick itself.
+const (
+	drainBatch       = 4096
+	minDrainInterval = time.Millisecond
+)
+
+// drain transfers what has arrived since the last drain and adapts the
+// interval to the next one.
+func (t *Timer) drain() {
+	n := t.transferTimeoutsToBuckets()
+	if n > 0 {
+		interval := t.drainInterval * drainBatch / int64(n)
+		t.drainInterval = min(max(interval, int64(minDrainInterval)), t.tickDuration)
+	}
 }
 
 // waitForNextTick waits until tick t.tick has ended and returns the time, in
@@ -55,11 +81,18 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
 		if now >= (t.tick+1)*t.tickDuration {
 			return now, true
 		}
+		arriving := !t.timeouts.isEmpty() && t.transferBudget > 0
+		if arriving {
+			t.drain()
+		}
 		target, park := t.tick, false
 		if b := &t.wheel[t.tick&t.mask]; b.head == nil || b.dueTick(wheelLen) > t.tick {
 			t.sleeping.Store(true)
 			if t.timeouts.isEmpty() && t.cancelledTimeouts.isEmpty() {
 				target, park = t.nextDueTick()
+				// A tick whose end is past math.MaxInt64 nanoseconds can
+				// hold only saturated deadlines, which never come due.
+				park = park || target >= math.MaxInt64/t.tickDuration-1
 			}
 			if target == t.tick && !park {
 				t.sleeping.Store(false)
@@ -71,7 +104,11 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
 			case <-t.stopped:
 			}
 		} else {
-			sleep.Reset(time.Duration((target+1)*t.tickDuration - now))
+			wakeAt := (target + 1) * t.tickDuration
+			if arriving {
+				wakeAt = min(wakeAt, now+t.drainInterval)
+			}
+			sleep.Reset(time.Duration(wakeAt - now))
 			select {
 			case <-sleep.C:
 			case <-t.wake:
@@ -127,18 +164,22 @@ func (t *Timer) processCancelledTasks() {
 	}
 }
 
-// transferTimeoutsToBuckets moves up to maxTransfersPerTick new timeouts into
-// their buckets. A timeout whose deadline is in a tick already processed goes
-// into the current bucket and expires this tick. Timeouts cancelled before
-// they got here are dropped; they count against the limit, as in Netty.
-func (t *Timer) transferTimeoutsToBuckets() {
+// transferTimeoutsToBuckets moves new timeouts into their buckets, as many
+// as the tick's transfer budget allows, and returns how many it took from the
+// queue. A timeout whose deadline is in a tick already processed goes into
+// the current bucket and expires this tick. Timeouts cancelled before they
+// got here are dropped; they count against the budget, as in Netty.
+func (t *Timer) transferTimeoutsToBuckets() int {
 	wheelLen := int64(len(t.wheel))
-	for range maxTransfersPerTick {
+	n := 0
+	for ; n < t.transferBudget; n++ {
 		to := t.timeouts.pop()
 		if to == nil {
-			return
+			break
 		}
-		if !to.state.CompareAndSwap(stInit, stLinked) {
+		// Only Cancel competes for a queued timeout, and cancelled is final:
+		// a plain load spares the compare-and-swap in that common case.
+		if to.state.Load() != stInit || !to.state.CompareAndSwap(stInit, stLinked) {
 			continue // cancelled; Cancel has already counted it out
 		}
 		calculated := to.deadline / t.tickDuration
@@ -147,6 +188,8 @@ func (t *Timer) transferTimeoutsToBuckets() {
 		to.bucketIndex = int32(idx)
 		t.wheel[idx].add(to, t.tick, idx, wheelLen)
 	}
+	t.transferBudget -= n
+	return n
 }
 
 // collectUnprocessed cancels every timeout still pending, in the buckets or
