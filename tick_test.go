@@ -20,12 +20,23 @@ import (
 //
 // Tick k covers deadlines in [k*tick, (k+1)*tick) since the timer started and
 // is processed when it ends, at (k+1)*tick. A timeout is placed in bucket
-// max(deadline/tick, current tick) mod wheel length with
-// remainingRounds = (deadline/tick - current tick) / wheel length.
+// max(deadline/tick, current tick) mod wheel length, and is due at the visit
+// to that bucket when Netty's remainingRounds,
+// (deadline/tick - current tick) / wheel length, has run down to zero.
 
 func TestTimeoutRunsAtTheEndOfItsDeadlineTick(t *testing.T) {
 	const tick = 100 * time.Millisecond
-	const wheel = 8 // one turn is 800ms
+	// The run time does not depend on the wheel: with one bucket every
+	// timeout is visited every tick, with eight a turn is 800ms, with 512
+	// nothing here needs a second turn.
+	for _, wheel := range []int{1, 8, 512} {
+		t.Run(fmt.Sprint("wheel=", wheel), func(t *testing.T) {
+			testRunTimes(t, tick, wheel)
+		})
+	}
+}
+
+func testRunTimes(t *testing.T, tick time.Duration, wheel int) {
 	tests := []struct {
 		name  string
 		at    time.Duration // when NewTimeout is called, since Start
@@ -164,7 +175,9 @@ func TestRandomScheduleMatchesTheArithmetic(t *testing.T) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 42))
-				tm := newTimer(t, hashedwheel.WithTickDuration(tick), hashedwheel.WithTicksPerWheel(8))
+				// A one-bucket wheel visits every timeout every tick.
+				wheel := []int{1, 8}[seed%2]
+				tm := newTimer(t, hashedwheel.WithTickDuration(tick), hashedwheel.WithTicksPerWheel(wheel))
 				require.NoError(t, tm.Start())
 				start := time.Now()
 
@@ -181,9 +194,11 @@ func TestRandomScheduleMatchesTheArithmetic(t *testing.T) {
 						// or sleeps through many ticks.
 						time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
 					} else {
-						time.Sleep(time.Duration(rng.IntN(15_000)) * time.Microsecond)
+						time.Sleep(time.Duration(rng.IntN(15)) * time.Millisecond)
 					}
-					delay := time.Duration(rng.Int64N(int64(3 * time.Second)))
+					// Whole milliseconds, so that deadlines often fall on a
+					// tick's first instant.
+					delay := time.Duration(rng.IntN(3000)) * time.Millisecond
 					deadline := time.Since(start) + delay
 					r := &record{want: (deadline/tick + 1) * tick}
 					records[i] = r

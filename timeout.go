@@ -42,9 +42,9 @@ const (
 // Timeout is the handle of a task scheduled on a Timer. Its methods are safe
 // for concurrent use.
 //
-// A Timeout is one allocation: its queue link and bucket links live inside it.
-// The pointer fields come first, so the garbage collector stops scanning a
-// Timeout after six words.
+// A Timeout is one 64-byte allocation: its queue link and bucket links live
+// inside it. The pointer fields come first, so the garbage collector stops
+// scanning a Timeout after six of its eight words.
 type Timeout struct {
 	timer *Timer    // immutable
 	task  TimerTask // immutable
@@ -60,10 +60,6 @@ type Timeout struct {
 	// deadline is when the task is due, in nanoseconds since the timer
 	// started. Immutable.
 	deadline int64
-
-	// remainingRounds is the number of full turns of the wheel left before
-	// the timeout is due. Worker only; set when it enters its bucket.
-	remainingRounds int64
 
 	// state holds the phase and stLinked. Any goroutine may read it; it
 	// changes only by CompareAndSwap.

@@ -23,14 +23,13 @@ func (t *Timer) run() {
 	t.transferBudget = maxTransfersPerTick
 	t.drainInterval = t.tickDuration
 	for {
-		now, ok := t.waitForNextTick(sleep)
-		if !ok {
+		if !t.waitForNextTick(sleep) {
 			break
 		}
 		idx := t.tick & t.mask
 		t.processCancelledTasks()
 		t.transferTimeoutsToBuckets()
-		t.wheel[idx].expireTimeouts(t.tick, now, int64(len(t.wheel)))
+		t.wheel[idx].expireTimeouts((t.tick + 1) * t.tickDuration)
 		t.tick++
 		t.transferBudget = maxTransfersPerTick
 	}
@@ -60,9 +59,8 @@ func (t *Timer) drain() {
 	}
 }
 
-// waitForNextTick waits until tick t.tick has ended and returns the time, in
-// nanoseconds since start, at which the worker saw that. It returns false
-// when the timer is stopped.
+// waitForNextTick waits until tick t.tick has ended. It returns false when
+// the timer is stopped.
 //
 // Netty's worker wakes every tick. This one sleeps longer when it can prove
 // nothing is due sooner: both queues are empty and no bucket has a timeout
@@ -71,22 +69,21 @@ func (t *Timer) drain() {
 // pushes while the worker sleeps wakes it; the worker then takes its tick
 // from the clock, never past the tick it meant to wake for, so deadlines are
 // kept exactly as if it had ticked all along.
-func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
-	wheelLen := int64(len(t.wheel))
+func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 	for {
 		if t.isStopped() {
-			return 0, false
+			return false
 		}
 		now := t.elapsed()
 		if now >= (t.tick+1)*t.tickDuration {
-			return now, true
+			return true
 		}
 		arriving := !t.timeouts.isEmpty() && t.transferBudget > 0
 		if arriving {
 			t.drain()
 		}
 		target, park := t.tick, false
-		if b := &t.wheel[t.tick&t.mask]; b.head == nil || b.dueTick(wheelLen) > t.tick {
+		if t.wheel[t.tick&t.mask].minDeadline >= (t.tick+1)*t.tickDuration {
 			t.sleeping.Store(true)
 			if t.timeouts.isEmpty() && t.cancelledTimeouts.isEmpty() {
 				target, park = t.nextDueTick()
@@ -133,17 +130,18 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) (int64, bool) {
 
 // nextDueTick returns the first tick, from t.tick on, at which a bucket may
 // have a timeout due, or park true if the wheel is empty. It scans the wheel
-// in tick order and stops at the first bucket due on its next visit, so the
+// in tick order and stops at the first bucket due at its next visit, so the
 // cost of a scan is at most one check per tick it lets the worker sleep.
 func (t *Timer) nextDueTick() (due int64, park bool) {
-	wheelLen := int64(len(t.wheel))
 	due, park = math.MaxInt64, true
-	for i := range wheelLen {
+	for i := range int64(len(t.wheel)) {
 		b := &t.wheel[(t.tick+i)&t.mask]
 		if b.head == nil {
 			continue
 		}
-		bucketDue := b.dueTick(wheelLen)
+		// The bucket's next visit is at tick t.tick+i; its timeouts due
+		// later are due at the tick of their deadline.
+		bucketDue := max(b.minDeadline/t.tickDuration, t.tick+i)
 		if bucketDue == t.tick+i {
 			return bucketDue, false
 		}
@@ -170,7 +168,6 @@ func (t *Timer) processCancelledTasks() {
 // the current bucket and expires this tick. Timeouts cancelled before they
 // got here are dropped; they count against the budget, as in Netty.
 func (t *Timer) transferTimeoutsToBuckets() int {
-	wheelLen := int64(len(t.wheel))
 	n := 0
 	for ; n < t.transferBudget; n++ {
 		to := t.timeouts.pop()
@@ -182,11 +179,12 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 		if to.state.Load() != stInit || !to.state.CompareAndSwap(stInit, stLinked) {
 			continue // cancelled; Cancel has already counted it out
 		}
+		// Netty's remainingRounds would be (calculated - t.tick) / len(wheel):
+		// the visits to the bucket before the one at which it is due.
 		calculated := to.deadline / t.tickDuration
-		to.remainingRounds = (calculated - t.tick) / wheelLen
 		idx := max(calculated, t.tick) & t.mask
 		to.bucketIndex = int32(idx)
-		t.wheel[idx].add(to, t.tick, idx, wheelLen)
+		t.wheel[idx].add(to)
 	}
 	t.transferBudget -= n
 	return n
