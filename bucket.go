@@ -6,8 +6,8 @@ import "math"
 // timeouts whose deadline falls in its tick, this turn of the wheel or a later
 // one. It is owned by the worker goroutine: no other goroutine reads or writes
 // it, or a linked timeout's bucketNext, bucketPrev or bucketIndex. Timeouts
-// are kept in insertion order, not deadline order: everything due in one tick
-// runs in that tick, in the order it arrived.
+// are kept in the order they were transferred, not in deadline order:
+// everything due in one tick runs in that tick, in that order.
 //
 // Netty keeps in each timeout its remainingRounds, the turns of the wheel
 // left, and takes one off at every visit to the bucket, so that the worker

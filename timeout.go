@@ -120,7 +120,7 @@ func (to *Timeout) markCancelled() (from int32, ok bool) {
 			return s, false
 		}
 		if to.state.CompareAndSwap(s, s|stCancelled) {
-			to.timer.pendingTimeouts.Add(-1)
+			to.timer.pendingFor(to).Add(-1)
 			return s, true
 		}
 	}
@@ -132,7 +132,7 @@ func (to *Timeout) markExpired() bool {
 	if !to.state.CompareAndSwap(stLinked, stLinked|stExpired) {
 		return false
 	}
-	to.timer.pendingTimeouts.Add(-1)
+	to.timer.pendingFor(to).Add(-1)
 	return true
 }
 

@@ -48,6 +48,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // ErrTimerStopped is returned by Start, NewTimeout and AfterFunc after the
@@ -82,8 +83,8 @@ const maxTransfersPerTick = 100_000
 // Many goroutines produce timeouts (NewTimeout, AfterFunc, Cancel); one worker
 // goroutine, started by Start or the first NewTimeout, owns the wheel and runs
 // the tasks. Producers never touch the wheel: they hand timeouts to the
-// worker through two lock-free queues, one of new timeouts and one of
-// cancelled timeouts that are linked in a bucket.
+// worker through lock-free queues: new timeouts through the queues of the
+// shards, cancelled timeouts that are linked in a bucket through one more.
 type Timer struct {
 	// Configuration, immutable after NewTimer.
 	tickDuration       int64 // nanoseconds, at least minTickDuration
@@ -106,8 +107,12 @@ type Timer struct {
 	transferBudget int
 
 	// drainInterval is how long, in nanoseconds, the worker waits between
-	// early drains of the queue (see drainBatch). Worker only.
+	// early drains of the queues (see drainBatch). Worker only.
 	drainInterval int64
+
+	// nextShard is the shard whose queue the worker drains first next time.
+	// Worker only.
+	nextShard int
 
 	// startMu serialises Start with itself.
 	startMu sync.Mutex
@@ -147,14 +152,9 @@ type Timer struct {
 	// Written by the worker before done is closed; read by Stop after.
 	unprocessed []*Timeout
 
-	// pendingTimeouts counts timeouts scheduled and neither expired nor
-	// cancelled. Every producer adds to it, so it has a cache line of its own.
-	_               [cacheLineSize]byte
-	pendingTimeouts atomic.Int64
-	_               [cacheLineSize - 8]byte
-
-	// timeouts holds new timeouts until the worker moves them into buckets.
-	timeouts mpscQueue
+	// shards hold the new timeouts until the worker moves them into buckets,
+	// and count the pending ones.
+	shards [shardCount]shard
 
 	// cancelledTimeouts holds cancelled timeouts that the worker has to
 	// unlink from their buckets.
@@ -186,7 +186,9 @@ func NewTimer(opts ...Option) (*Timer, error) {
 		done:               make(chan struct{}),
 		instance:           newInstance(c.logger),
 	}
-	t.timeouts.init()
+	for i := range t.shards {
+		t.shards[i].timeouts.init()
+	}
 	t.cancelledTimeouts.init()
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
@@ -259,14 +261,15 @@ func (t *Timer) schedule(task TimerTask, delay time.Duration) (*Timeout, error) 
 			return nil, err
 		}
 	}
-	pending := t.pendingTimeouts.Add(1)
-	if t.maxPendingTimeouts > 0 && pending > t.maxPendingTimeouts {
-		t.pendingTimeouts.Add(-1)
+	to := &Timeout{timer: t, task: task}
+	pending := t.pendingFor(to)
+	if n := pending.Add(1); t.maxPendingTimeouts > 0 && n > t.maxPendingTimeouts {
+		pending.Add(-1)
 		return nil, fmt.Errorf("%w: %d pending, limit %d",
-			ErrTooManyPendingTimeouts, pending-1, t.maxPendingTimeouts)
+			ErrTooManyPendingTimeouts, n-1, t.maxPendingTimeouts)
 	}
-	to := &Timeout{timer: t, task: task, deadline: t.deadlineAfter(delay)}
-	t.timeouts.push(to)
+	to.deadline = t.deadlineAfter(delay)
+	t.shardFor(to).timeouts.push(to)
 	t.wakeWorker()
 	// A Stop that ran since the check above may have drained the queue
 	// before the push. If so, take the timeout back; if the worker got it
@@ -346,7 +349,47 @@ func (t *Timer) PendingTimeouts() int64 {
 	if t.isStopped() {
 		return 0
 	}
-	return t.pendingTimeouts.Load()
+	var n int64
+	for i := range t.shards {
+		n += t.shards[i].pending.Load()
+	}
+	return n
+}
+
+// shardCount is the number of shards of a Timer.
+const shardCount = 8
+
+// allocSpanBytes is the size of the spans from which Go's allocator hands out
+// small objects, one span at a time to each P.
+const allocSpanBytes = 8192
+
+// shard is one of a Timer's queues of new timeouts, with a count of pending
+// timeouts. A timeout's shard follows from its address: the allocator gives
+// each P a span of its own to allocate from, so goroutines running on
+// different Ps mostly push to different shards and do not take each other's
+// cache lines. A timeout keeps its shard for life, so the counts add up.
+// FIFO order holds within a shard, not across shards.
+type shard struct {
+	timeouts mpscQueue
+
+	// pending counts this shard's timeouts scheduled and neither expired
+	// nor cancelled; with a pending limit, shard 0 counts all of them, so
+	// that the limit is exact. Any goroutine; atomic.
+	pending atomic.Int64
+	_       [cacheLineSize - 8]byte
+}
+
+// shardFor returns the shard of to.
+func (t *Timer) shardFor(to *Timeout) *shard {
+	return &t.shards[uintptr(unsafe.Pointer(to))/allocSpanBytes%shardCount]
+}
+
+// pendingFor returns the counter that counts to among the pending timeouts.
+func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
+	if t.maxPendingTimeouts > 0 {
+		return &t.shards[0].pending
+	}
+	return &t.shardFor(to).pending
 }
 
 func (t *Timer) isStopped() bool { return t.state.Load() == stateShutdown }

@@ -78,14 +78,14 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		if now >= (t.tick+1)*t.tickDuration {
 			return true
 		}
-		arriving := !t.timeouts.isEmpty() && t.transferBudget > 0
+		arriving := !t.newTimeoutsEmpty() && t.transferBudget > 0
 		if arriving {
 			t.drain()
 		}
 		target, park := t.tick, false
 		if t.wheel[t.tick&t.mask].minDeadline >= (t.tick+1)*t.tickDuration {
 			t.sleeping.Store(true)
-			if t.timeouts.isEmpty() && t.cancelledTimeouts.isEmpty() {
+			if t.newTimeoutsEmpty() && t.cancelledTimeouts.isEmpty() {
 				target, park = t.nextDueTick()
 				// A tick whose end is past math.MaxInt64 nanoseconds can
 				// hold only saturated deadlines, which never come due.
@@ -164,30 +164,52 @@ func (t *Timer) processCancelledTasks() {
 
 // transferTimeoutsToBuckets moves new timeouts into their buckets, as many
 // as the tick's transfer budget allows, and returns how many it took from the
-// queue. A timeout whose deadline is in a tick already processed goes into
-// the current bucket and expires this tick. Timeouts cancelled before they
-// got here are dropped; they count against the budget, as in Netty.
+// queues. It starts at a different shard each time, so that none waits
+// behind the others. A timeout whose deadline is in a tick already processed
+// goes into the current bucket and expires this tick. Timeouts cancelled
+// before they got here are dropped; they count against the budget, as in
+// Netty.
 func (t *Timer) transferTimeoutsToBuckets() int {
 	n := 0
-	for ; n < t.transferBudget; n++ {
-		to := t.timeouts.pop()
-		if to == nil {
-			break
+	t.nextShard = (t.nextShard + 1) % shardCount
+	for i := range shardCount {
+		q := &t.shards[(t.nextShard+i)%shardCount].timeouts
+		for ; n < t.transferBudget; n++ {
+			to := q.pop()
+			if to == nil {
+				break
+			}
+			t.transfer(to)
 		}
-		// Only Cancel competes for a queued timeout, and cancelled is final:
-		// a plain load spares the compare-and-swap in that common case.
-		if to.state.Load() != stInit || !to.state.CompareAndSwap(stInit, stLinked) {
-			continue // cancelled; Cancel has already counted it out
-		}
-		// Netty's remainingRounds would be (calculated - t.tick) / len(wheel):
-		// the visits to the bucket before the one at which it is due.
-		calculated := to.deadline / t.tickDuration
-		idx := max(calculated, t.tick) & t.mask
-		to.bucketIndex = int32(idx)
-		t.wheel[idx].add(to)
 	}
 	t.transferBudget -= n
 	return n
+}
+
+// transfer puts a new timeout into its bucket, or drops it if it was
+// cancelled while queued.
+func (t *Timer) transfer(to *Timeout) {
+	// Only Cancel competes for a queued timeout, and cancelled is final: a
+	// plain load spares the compare-and-swap in that common case.
+	if to.state.Load() != stInit || !to.state.CompareAndSwap(stInit, stLinked) {
+		return // cancelled; Cancel has already counted it out
+	}
+	// Netty's remainingRounds would be (calculated - t.tick) / len(wheel):
+	// the visits to the bucket before the one at which it is due.
+	calculated := to.deadline / t.tickDuration
+	idx := max(calculated, t.tick) & t.mask
+	to.bucketIndex = int32(idx)
+	t.wheel[idx].add(to)
+}
+
+// newTimeoutsEmpty reports whether every shard's queue is empty.
+func (t *Timer) newTimeoutsEmpty() bool {
+	for i := range t.shards {
+		if !t.shards[i].timeouts.isEmpty() {
+			return false
+		}
+	}
+	return true
 }
 
 // collectUnprocessed cancels every timeout still pending, in the buckets or
@@ -198,16 +220,19 @@ func (t *Timer) collectUnprocessed() []*Timeout {
 	for i := range t.wheel {
 		unprocessed = t.wheel[i].clearTimeouts(unprocessed)
 	}
-	// A producer that pushed before it could see the stop is in this queue,
+	// A producer that pushed before it could see the stop is in a queue,
 	// possibly still in a bubble: wait for it rather than lose its timeout.
-	for !t.timeouts.isEmpty() {
-		to := t.timeouts.pop()
-		if to == nil {
-			runtime.Gosched()
-			continue
-		}
-		if _, ok := to.markCancelled(); ok {
-			unprocessed = append(unprocessed, to)
+	for i := range t.shards {
+		q := &t.shards[i].timeouts
+		for !q.isEmpty() {
+			to := q.pop()
+			if to == nil {
+				runtime.Gosched()
+				continue
+			}
+			if _, ok := to.markCancelled(); ok {
+				unprocessed = append(unprocessed, to)
+			}
 		}
 	}
 	for t.cancelledTimeouts.pop() != nil {
