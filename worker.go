@@ -82,8 +82,10 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		if arriving {
 			t.drain()
 		}
+		// While timeouts arrive, keep draining them; sleep longer only once
+		// they stop.
 		target, park := t.tick, false
-		if t.wheel[t.tick&t.mask].minDeadline >= (t.tick+1)*t.tickDuration {
+		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= (t.tick+1)*t.tickDuration {
 			t.sleeping.Store(true)
 			if t.newTimeoutsEmpty() && t.cancelledTimeouts.isEmpty() {
 				target, park = t.nextDueTick()
