@@ -49,8 +49,8 @@ type Timeout struct {
 	timer *Timer    // immutable
 	task  TimerTask // immutable
 
-	// next links the timeout into the timer's queue of new timeouts, and
-	// later, if it is cancelled in a bucket, into its queue of cancelled
+	// next links the timeout into its shard's queue of new timeouts, and
+	// later, if it is cancelled in a bucket, into the timer's queue of cancelled
 	// timeouts. It is never in both at once. See mpscQueue.
 	next atomic.Pointer[Timeout]
 

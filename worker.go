@@ -41,12 +41,13 @@ func (t *Timer) run() {
 // a million schedule-and-cancels a second, a 10ms tick keeps tens of
 // thousands of them queued, and marking them cost more than the rest of the
 // work. So while new timeouts arrive the worker also transfers in the middle
-// of the tick it waits for, aiming at about drainBatch timeouts a drain. The
+// of the tick it waits for, aiming at about drainBatch timeouts a drain
+// (64KiB of them) but waking no more often than every minDrainInterval. The
 // transfers count against that tick's maxTransfersPerTick, and a timeout
 // transferred early is placed exactly as it would be at the tick itself.
 const (
-	drainBatch       = 4096
-	minDrainInterval = time.Millisecond
+	drainBatch       = 1024
+	minDrainInterval = 250 * time.Microsecond
 )
 
 // drain transfers what has arrived since the last drain and adapts the
