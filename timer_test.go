@@ -105,16 +105,24 @@ func TestNewTimeoutRunsAfterDelay(t *testing.T) {
 	})
 }
 
+// timerWithThreeExpired returns a timer whose three 1ms timeouts have run,
+// as Netty's shutdown tests start.
+func timerWithThreeExpired(t *testing.T) *hashedwheel.Timer {
+	t.Helper()
+	tm, err := hashedwheel.NewTimer()
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		mustSchedule(t, tm, time.Millisecond, wg.Done)
+	}
+	wg.Wait()
+	return tm
+}
+
 func TestStopReturnsNothingWhenAllExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tm, err := hashedwheel.NewTimer()
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		for range 3 {
-			wg.Add(1)
-			mustSchedule(t, tm, time.Millisecond, wg.Done)
-		}
-		wg.Wait()
+		tm := timerWithThreeExpired(t)
 		assert.Empty(t, tm.Stop(), "Stop returned timeouts although all had expired")
 	})
 }
@@ -149,14 +157,7 @@ func TestStopCancelsAndReturnsPendingTimeouts(t *testing.T) {
 
 func TestCallsAfterStopReturnErrTimerStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tm, err := hashedwheel.NewTimer()
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		for range 3 {
-			wg.Add(1)
-			mustSchedule(t, tm, time.Millisecond, wg.Done)
-		}
-		wg.Wait()
+		tm := timerWithThreeExpired(t)
 		tm.Stop()
 
 		to, err := tm.AfterFunc(time.Millisecond, func() { t.Error("task ran on a stopped timer") })
