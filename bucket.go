@@ -67,8 +67,8 @@ func (b *bucket) remove(to *Timeout) {
 // expireTimeouts visits the bucket at the end of a tick: it runs the tasks of
 // the timeouts whose deadline is before end, the end of the tick in
 // nanoseconds since the timer started; the others are due in a later turn. It
-// stops early if the timer is stopped meanwhile (for example by one of the
-// tasks), leaving the rest for Stop.
+// starts no task once the timer is stopped (for example by one of the tasks),
+// leaving the rest for Stop.
 //
 // Cancelled timeouts are left linked: the worker unlinks them from the
 // cancelled queue at the start of the next tick.
@@ -81,12 +81,11 @@ func (b *bucket) expireTimeouts(end int64) {
 			if !to.IsCancelled() {
 				b.minDeadline = min(b.minDeadline, to.deadline)
 			}
+		case to.timer.isStopped():
+			return
 		case to.markExpired():
 			b.remove(to)
 			to.timer.runTask(to)
-			if to.timer.isStopped() {
-				return
-			}
 		}
 		to = next
 	}

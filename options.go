@@ -88,7 +88,9 @@ func WithMaxPendingTimeouts(n int64) Option {
 // goroutine, so a slow task delays every later one. exec must not be nil. It
 // is called on the worker goroutine and should return quickly, for example
 // after passing task to a pool of goroutines. A Timeout is expired before exec
-// is called; if exec panics, the panic is logged and the task does not run.
+// is called; if exec panics, the panic is logged and the task may not run.
+// If exec waits for the task to finish on another goroutine, the task must
+// not call Stop: Stop would wait for the worker, which waits for exec.
 func WithTaskExecutor(exec func(task func())) Option {
 	return optionFunc(func(c *config) error {
 		if exec == nil {
@@ -132,8 +134,9 @@ func newConfig(opts []Option) (config, error) {
 		c.logger = slog.Default()
 	}
 	c.ticksPerWheel = nextPowerOfTwo(c.ticksPerWheel)
-	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
-		return config{}, fmt.Errorf("hashedwheel: WithTickDuration(%v): with %d ticks per wheel it must be under %v",
+	// Netty also rejects the limit itself; API.md rejects only overflow.
+	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) > limit {
+		return config{}, fmt.Errorf("hashedwheel: WithTickDuration(%v): with %d ticks per wheel it must be at most %v",
 			c.tickDuration, c.ticksPerWheel, time.Duration(limit))
 	}
 	if c.tickDuration < minTickDuration {

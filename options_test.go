@@ -20,12 +20,12 @@ func TestInvalidOptionsAreRejected(t *testing.T) {
 		{"zero tick", []hashedwheel.Option{hashedwheel.WithTickDuration(0)}, "WithTickDuration(0s)"},
 		{"negative tick", []hashedwheel.Option{hashedwheel.WithTickDuration(-time.Second)}, "WithTickDuration(-1s)"},
 		{"tick times wheel overflows",
-			[]hashedwheel.Option{hashedwheel.WithTickDuration(math.MaxInt64 / 512)},
-			"WithTickDuration(5003h59m58.509481983s): with 512 ticks per wheel it must be under 5003h59m58.509481983s"},
+			[]hashedwheel.Option{hashedwheel.WithTickDuration(math.MaxInt64/512 + 1)},
+			"WithTickDuration(5003h59m58.509481984s): with 512 ticks per wheel it must be at most 5003h59m58.509481983s"},
 		{"overflow after rounding the wheel up",
 			[]hashedwheel.Option{hashedwheel.WithTickDuration(math.MaxInt64 / 600), hashedwheel.WithTicksPerWheel(600)},
 			"with 1024 ticks per wheel"},
-		{"maximal tick", []hashedwheel.Option{hashedwheel.WithTickDuration(math.MaxInt64), hashedwheel.WithTicksPerWheel(1)},
+		{"maximal tick, two buckets", []hashedwheel.Option{hashedwheel.WithTickDuration(math.MaxInt64), hashedwheel.WithTicksPerWheel(2)},
 			"WithTickDuration(2562047h47m16.854775807s)"},
 		{"zero wheel", []hashedwheel.Option{hashedwheel.WithTicksPerWheel(0)}, "WithTicksPerWheel(0)"},
 		{"negative wheel", []hashedwheel.Option{hashedwheel.WithTicksPerWheel(-3)}, "WithTicksPerWheel(-3)"},
@@ -43,6 +43,11 @@ func TestInvalidOptionsAreRejected(t *testing.T) {
 			assert.Contains(t, err.Error(), "hashedwheel: ")
 		})
 	}
+}
+
+func TestLargestTickThatDoesNotOverflowIsAccepted(t *testing.T) {
+	tm := newTimer(t, hashedwheel.WithTickDuration(math.MaxInt64/512))
+	assert.Equal(t, time.Duration(math.MaxInt64/512), tm.TickDuration())
 }
 
 func TestDefaultsAreNettys(t *testing.T) {

@@ -167,6 +167,10 @@ type Timer struct {
 // NewTimer returns a Timer with the given options. The worker goroutine
 // starts with Start or with the first NewTimeout or AfterFunc.
 //
+// A Timer created inside a testing/synctest bubble runs on the bubble's fake
+// clock. Create, start, use and stop it inside that one bubble: its worker
+// waits on channels that belong to the bubble it was created in.
+//
 // An invalid option makes NewTimer return a nil Timer and an error naming the
 // option and the value it got.
 func NewTimer(opts ...Option) (*Timer, error) {
@@ -305,7 +309,9 @@ func (t *Timer) elapsed() int64 { return int64(time.Since(t.startTime)) }
 //
 // Called from a task running on the worker goroutine, Stop neither waits nor
 // deadlocks: it marks the timer stopped and returns nil, and the worker
-// cancels the pending timeouts and exits once the task returns.
+// cancels the pending timeouts and exits once the task returns. (A task that
+// a WithTaskExecutor runs on another goroutine while the worker waits for it
+// is not on the worker goroutine, and must not call Stop.)
 //
 // After Stop, NewTimeout, AfterFunc and Start return ErrTimerStopped and
 // PendingTimeouts returns 0.

@@ -1,6 +1,10 @@
 package hashedwheel
 
 import (
+	"bytes"
+	"log/slog"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -125,4 +129,87 @@ func TestTimeoutIsOneSmallAllocation(t *testing.T) {
 		to.Cancel()
 	})
 	assert.Equal(t, 1.0, allocs, "AfterFunc must allocate only the Timeout")
+}
+
+func TestTaskCallingGoexitDoesNotStopTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newTestLogger()
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithLogger(logger))
+		require.NoError(t, err)
+		// t.FailNow in a timer callback does this.
+		_, err = tm.AfterFunc(0, runtime.Goexit)
+		require.NoError(t, err)
+		sameTick, err := tm.AfterFunc(0, func() {})
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		assert.True(t, sameTick.IsExpired(), "the timeout behind the exiting task must still run")
+
+		later, err := tm.AfterFunc(10*time.Millisecond, func() {})
+		require.NoError(t, err)
+		pending, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		time.Sleep(30 * time.Millisecond)
+		assert.True(t, later.IsExpired())
+		assert.Equal(t, []*Timeout{pending}, tm.Stop())
+		assert.Contains(t, logs.String(), "Goexit")
+	})
+}
+
+func TestSkippedTicksGetAFreshTransferBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10 * time.Millisecond))
+		require.NoError(t, err)
+		defer tm.Stop()
+		start := time.Now()
+		// Exactly one tick's budget, far away: the worker then sleeps.
+		for range maxTransfersPerTick {
+			_, err := tm.AfterFunc(time.Hour, func() {})
+			require.NoError(t, err)
+		}
+		time.Sleep(55 * time.Millisecond)
+		ranAt := make(chan time.Duration, 1)
+		_, err = tm.AfterFunc(0, func() { ranAt <- time.Since(start) })
+		require.NoError(t, err)
+		assert.Equal(t, 60*time.Millisecond, <-ranAt)
+	})
+}
+
+func TestHugeElapsedTimeDoesNotOverflowTickArithmetic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = time.Duration(1 << 62) // about 146 years
+		tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(1))
+		require.NoError(t, err)
+		to, err := tm.AfterFunc(0, func() {})
+		require.NoError(t, err)
+		time.Sleep(150 * 365 * 24 * time.Hour)
+		assert.True(t, to.IsExpired())
+		late, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		time.Sleep(time.Hour)
+		assert.False(t, late.IsExpired(), "the tick after 2^63ns never ends")
+		assert.Equal(t, []*Timeout{late}, tm.Stop())
+	})
+}
+
+// syncBuffer is a bytes.Buffer that goroutines may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newTestLogger() (*slog.Logger, *syncBuffer) {
+	var b syncBuffer
+	return slog.New(slog.NewTextHandler(&b, nil)), &b
 }

@@ -14,7 +14,20 @@ import (
 // they do not drift; a worker that falls behind processes the missed ticks
 // back to back.
 func (t *Timer) run() {
-	defer close(t.done)
+	exited := false
+	defer func() {
+		if !exited {
+			// A task called runtime.Goexit (t.FailNow in a test callback
+			// does), which recover cannot stop. The wheel is intact and the
+			// tick unfinished: carry on in a new goroutine, which processes
+			// the rest of this tick.
+			t.logger.Error("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
+				"the worker goes on in a new goroutine")
+			go t.run()
+			return
+		}
+		close(t.done)
+	}()
 	t.workerID.Store(goroutineID())
 	// The sleep timer is made here, by the worker, so that in a synctest
 	// bubble it runs on the bubble's clock.
@@ -29,11 +42,29 @@ func (t *Timer) run() {
 		idx := t.tick & t.mask
 		t.processCancelledTasks()
 		t.transferTimeoutsToBuckets()
-		t.wheel[idx].expireTimeouts((t.tick + 1) * t.tickDuration)
-		t.tick++
-		t.transferBudget = maxTransfersPerTick
+		t.wheel[idx].expireTimeouts(t.tickEnd(t.tick))
+		t.advanceTo(t.tick + 1)
 	}
 	t.unprocessed = t.collectUnprocessed()
+	exited = true
+}
+
+// advanceTo moves the worker to tick, which starts with a fresh transfer
+// budget.
+func (t *Timer) advanceTo(tick int64) {
+	if tick != t.tick {
+		t.tick = tick
+		t.transferBudget = maxTransfersPerTick
+	}
+}
+
+// tickEnd returns the end of tick, in nanoseconds since the timer started:
+// math.MaxInt64 for a tick that would end past it, which never ends.
+func (t *Timer) tickEnd(tick int64) int64 {
+	if tick >= math.MaxInt64/t.tickDuration {
+		return math.MaxInt64
+	}
+	return (tick + 1) * t.tickDuration
 }
 
 // Early draining. A timeout cancelled while still queued stays reachable,
@@ -55,7 +86,7 @@ const (
 func (t *Timer) drain() {
 	n := t.transferTimeoutsToBuckets()
 	if n > 0 {
-		interval := t.drainInterval * drainBatch / int64(n)
+		interval := t.drainInterval / int64(n) * drainBatch
 		t.drainInterval = min(max(interval, int64(minDrainInterval)), t.tickDuration)
 	}
 }
@@ -76,7 +107,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 			return false
 		}
 		now := t.elapsed()
-		if now >= (t.tick+1)*t.tickDuration {
+		if now >= t.tickEnd(t.tick) {
 			return true
 		}
 		arriving := !t.newTimeoutsEmpty() && t.transferBudget > 0
@@ -86,13 +117,12 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		// While timeouts arrive, keep draining them; sleep longer only once
 		// they stop.
 		target, park := t.tick, false
-		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= (t.tick+1)*t.tickDuration {
+		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= t.tickEnd(t.tick) {
 			t.sleeping.Store(true)
 			if t.newTimeoutsEmpty() && t.cancelledTimeouts.isEmpty() {
 				target, park = t.nextDueTick()
-				// A tick whose end is past math.MaxInt64 nanoseconds can
-				// hold only saturated deadlines, which never come due.
-				park = park || target >= math.MaxInt64/t.tickDuration-1
+				// A tick that never ends holds nothing that comes due.
+				park = park || t.tickEnd(target) == math.MaxInt64
 			}
 			if target == t.tick && !park {
 				t.sleeping.Store(false)
@@ -104,7 +134,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 			case <-t.stopped:
 			}
 		} else {
-			wakeAt := (target + 1) * t.tickDuration
+			wakeAt := t.tickEnd(target)
 			if arriving {
 				wakeAt = min(wakeAt, now+t.drainInterval)
 			}
@@ -126,7 +156,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 			if !park {
 				clockTick = min(clockTick, target)
 			}
-			t.tick = max(t.tick, clockTick)
+			t.advanceTo(max(t.tick, clockTick))
 		}
 	}
 }
