@@ -93,12 +93,18 @@ func TestTimeoutsDueInOneTickRunTogether(t *testing.T) {
 	})
 }
 
+// countRunsPerTick returns a task that counts its runs by the tick, since
+// now, in which they happen, and the counts of the first four ticks.
+func countRunsPerTick(tick time.Duration) (record func(), ranPerTick *[4]atomic.Int64) {
+	start := time.Now()
+	ranPerTick = new([4]atomic.Int64)
+	return func() { ranPerTick[time.Since(start)/tick].Add(1) }, ranPerTick
+}
+
 func TestAtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
-		start := time.Now()
-		var ranPerTick [4]atomic.Int64
-		record := func() { ranPerTick[time.Since(start)/(100*time.Millisecond)].Add(1) }
+		record, ranPerTick := countRunsPerTick(100 * time.Millisecond)
 		for range 250_001 {
 			mustSchedule(t, tm, 0, record)
 		}
@@ -117,9 +123,7 @@ func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 		// As in Netty, a timeout cancelled while queued still takes one of
 		// the tick's 100,000 transfers when the worker drops it.
 		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
-		start := time.Now()
-		var ranPerTick [4]atomic.Int64
-		record := func() { ranPerTick[time.Since(start)/(100*time.Millisecond)].Add(1) }
+		record, ranPerTick := countRunsPerTick(100 * time.Millisecond)
 		for range 100_000 {
 			mustSchedule(t, tm, 0, record)
 			mustSchedule(t, tm, 0, record).Cancel()

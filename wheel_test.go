@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"log/slog"
 	"runtime"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,25 +190,9 @@ func TestHugeElapsedTimeDoesNotOverflowTickArithmetic(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer that goroutines may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newTestLogger() (*slog.Logger, *syncBuffer) {
-	var b syncBuffer
+// newTestLogger returns a logger and what it writes. Read the buffer only
+// after Stop: the worker logs, and Stop orders its writes before its return.
+func newTestLogger() (*slog.Logger, *bytes.Buffer) {
+	var b bytes.Buffer
 	return slog.New(slog.NewTextHandler(&b, nil)), &b
 }
