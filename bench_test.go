@@ -699,3 +699,140 @@ func (m *cpuMeter) report(b *testing.B, name string, unit time.Duration, per flo
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkReset moves the deadline of one of n live timeouts per call, the
+// next one each time (round-robin), as a server re-arms the idle deadline of
+// the connection that just received a message; time.Timer.Reset on n live
+// time.AfterFunc timers does the same. The wheel's timed region ends once its
+// worker has processed every reset (the changes queue of the earlier ones);
+// moving a deadline later leaves the worker nothing to do until the old
+// deadline's bucket comes round, an hour away here, as the runtime leaves a
+// modified time.Timer in its heap until then.
+//
+//   - later: every call moves a deadline later: Reset(resetLater), a constant,
+//     moves it by the time since that timeout's last reset.
+//   - earlier: every call moves a deadline earlier: the delays decrease by
+//     resetEarlierStep a call, n*resetEarlierStep per round of the n
+//     timeouts, far more than a round of resets takes, so each deadline is
+//     earlier than the one the same timeout got a round before.
+//
+// Both start from timeouts due resetInitial from now (spread over a turn of
+// the wheel), later than any earlier reset and earlier than any later one.
+func BenchmarkReset(b *testing.B) {
+	for _, dir := range []struct {
+		name    string
+		earlier bool
+	}{
+		{"later", false},
+		{"earlier", true},
+	} {
+		for _, p := range []struct {
+			name string
+			n    int
+		}{
+			{"live=1e3", 1e3},
+			{"live=1e5", 1e5},
+		} {
+			b.Run(dir.name+"/"+p.name, func(b *testing.B) {
+				// The live timeouts are made once here, not in every round
+				// in which the testing package sizes b.N; each side's are
+				// gone before the other side runs. next and calls carry the
+				// round-robin and the decreasing delays from round to round.
+				tm := newBenchTimer(b, benchTick)
+				defer tm.Stop()
+				handles := make([]*hashedwheel.Timeout, p.n)
+				for i := range handles {
+					to, err := tm.NewTimeout(nopTask, resetInitial+farDelay(i, p.n)-time.Hour)
+					require.NoError(b, err)
+					handles[i] = to
+				}
+				drain(b, tm, p.n, time.Second)
+				var next, calls int
+				b.Run("hashedwheel", func(b *testing.B) {
+					benchResets(b, tm, func(n int) {
+						for range n {
+							delay := resetLater
+							if dir.earlier {
+								delay = resetEarlierDelay(b, calls)
+							}
+							if !handles[next].Reset(delay) {
+								b.Fatalf("Reset of live timeout %d returned false", next)
+							}
+							if next++; next == len(handles) {
+								next = 0
+							}
+							calls++
+						}
+					})
+				})
+				tm.Stop()
+				clear(handles)
+
+				timers := make([]*time.Timer, p.n)
+				defer stopAll(timers)
+				for i := range timers {
+					timers[i] = time.AfterFunc(resetInitial+farDelay(i, p.n)-time.Hour, nop)
+				}
+				next, calls = 0, 0
+				b.Run("time.Timer", func(b *testing.B) {
+					benchResets(b, nil, func(n int) {
+						for range n {
+							delay := resetLater
+							if dir.earlier {
+								delay = resetEarlierDelay(b, calls)
+							}
+							if !timers[next].Reset(delay) {
+								b.Fatalf("Reset of live timer %d returned false", next)
+							}
+							if next++; next == len(timers) {
+								next = 0
+							}
+							calls++
+						}
+					})
+				})
+			})
+		}
+	}
+}
+
+const (
+	// resetInitial is the delay of the live timeouts BenchmarkReset starts
+	// from, and resetLater the delay of its later resets.
+	resetInitial = 3 * time.Hour
+	resetLater   = 4 * time.Hour
+
+	// The earlier resets' delays go down from resetEarlierFrom by
+	// resetEarlierStep a call. With 1e3 timeouts a round of resets moves
+	// each deadline 100ms earlier less the round's duration (about 0.1ms,
+	// plus the pause between the testing package's rounds, tens of ms), and
+	// two hours last 72 million calls.
+	resetEarlierFrom = 2 * time.Hour
+	resetEarlierStep = 100 * time.Microsecond
+)
+
+// resetEarlierDelay returns the delay of the earlier reset number call.
+func resetEarlierDelay(b *testing.B, call int) time.Duration {
+	d := resetEarlierFrom - time.Duration(call)*resetEarlierStep
+	if d < time.Minute {
+		b.Fatalf("reset %d: the decreasing delays are used up", call)
+	}
+	return d
+}
+
+// benchResets times loop(b.N) and reports the process CPU per call; with a
+// wheel, tm, the timed region ends only once its worker has processed the
+// changes the calls queued.
+func benchResets(b *testing.B, tm *hashedwheel.Timer, loop func(n int)) {
+	b.ReportAllocs()
+	var cpu cpuMeter
+	b.ResetTimer()
+	cpu.start()
+	loop(b.N)
+	if tm != nil {
+		drain(b, tm, 0, 0)
+	}
+	b.StopTimer()
+	cpu.stop()
+	cpu.report(b, "cpu-ns/op", time.Nanosecond, float64(b.N))
+}
