@@ -1,6 +1,7 @@
 package hashedwheel_test
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -835,4 +836,215 @@ func benchResets(b *testing.B, tm *hashedwheel.Timer, loop func(n int)) {
 	b.StopTimer()
 	cpu.stop()
 	cpu.report(b, "cpu-ns/op", time.Nanosecond, float64(b.N))
+}
+
+// BenchmarkHeartbeat runs heartbeatCount heartbeats, each every
+// heartbeatPeriod, for heartbeatWindow per iteration: on the wheel with
+// Every, and with time.AfterFunc timers whose function re-arms its timer with
+// Reset for the next due time, start + k*period, so neither drifts.
+//
+//   - spread: the heartbeats start evenly over one period, as connections
+//     opened over time would; aligned: all at once.
+//
+// It reports, over the window (which opens once every heartbeat has run once,
+// so that their setup is not counted), the process CPU per run (cpu-ns/run),
+// and the heap allocations per run (allocs/run, B/run: the runtime's counts,
+// which include whatever else the process allocates meanwhile); over each
+// heartbeat's whole life, the mean period (period-ms, averaged over the
+// heartbeats, each measured from its first run to its last; period-err-ppm
+// is its relative error, signed, in parts per million), the largest
+// deviation of one heartbeat's mean from the period (max-period-dev-ppm),
+// runs skipped (skipped: one is missing from a gap of two periods or more),
+// and runs that started while the previous run of the same heartbeat was
+// still running (overlaps). Each run reads the clock and updates its
+// heartbeat's record, on both sides alike.
+func BenchmarkHeartbeat(b *testing.B) {
+	for _, ph := range []struct {
+		name   string
+		spread bool
+	}{
+		{"spread", true},
+		{"aligned", false},
+	} {
+		b.Run(ph.name, func(b *testing.B) {
+			b.Run("hashedwheel", func(b *testing.B) {
+				tm := newBenchTimer(b, benchTick)
+				defer tm.Stop()
+				heartbeats(b, ph.spread, func(hb *heartbeatRecord) (stop func()) {
+					to, err := tm.Every(heartbeatPeriod, hb.wheelRun)
+					require.NoError(b, err)
+					return func() { to.Cancel() }
+				})
+			})
+			b.Run("time.AfterFunc", func(b *testing.B) {
+				heartbeats(b, ph.spread, func(hb *heartbeatRecord) (stop func()) {
+					hb.timer = time.AfterFunc(time.Hour, hb.afterFuncRun)
+					hb.start, hb.k = time.Now(), 1
+					// Reset orders the writes above before the runs.
+					hb.timer.Reset(time.Until(hb.start.Add(heartbeatPeriod)))
+					return func() {
+						hb.stopping.Store(true)
+						hb.timer.Stop()
+					}
+				})
+			})
+		})
+	}
+}
+
+const (
+	heartbeatCount  = 10_000
+	heartbeatPeriod = 100 * time.Millisecond
+	heartbeatWindow = 3 * time.Second
+)
+
+// heartbeatRecord is one heartbeat's record of its runs, and the state of
+// its time.AfterFunc timer.
+type heartbeatRecord struct {
+	base     time.Time // common zero of first and last
+	overlaps *atomic.Int64
+
+	inflight    atomic.Bool  // a run is in progress
+	runs        atomic.Int64 // runs started
+	first, last int64        // start of the first and last run, since base
+
+	// For time.AfterFunc: the timer, when its first run was due, and the
+	// number of the run it is armed for (run k is due at start +
+	// k*period); stopping, once set, keeps runs from re-arming.
+	timer    *time.Timer
+	start    time.Time
+	k        int64
+	stopping *atomic.Bool
+}
+
+// enter records the start of a run and returns the time.
+func (hb *heartbeatRecord) enter() time.Time {
+	if hb.inflight.Swap(true) {
+		hb.overlaps.Add(1)
+	}
+	now := time.Now()
+	since := int64(now.Sub(hb.base))
+	if hb.runs.Load() == 0 {
+		hb.first = since
+	}
+	hb.last = since
+	hb.runs.Add(1)
+	return now
+}
+
+func (hb *heartbeatRecord) exit() { hb.inflight.Store(false) }
+
+// wheelRun is the function of a heartbeat on the wheel.
+func (hb *heartbeatRecord) wheelRun() {
+	hb.enter()
+	hb.exit()
+}
+
+// afterFuncRun is the function of a heartbeat on time.AfterFunc: it re-arms
+// the timer for the next run, k+1.
+func (hb *heartbeatRecord) afterFuncRun() {
+	now := hb.enter()
+	if !hb.stopping.Load() {
+		hb.k++
+		hb.timer.Reset(hb.start.Add(time.Duration(hb.k) * heartbeatPeriod).Sub(now))
+	}
+	hb.exit()
+}
+
+// heartbeats runs b.N measurements of heartbeatCount heartbeats that start
+// starts, and reports what BenchmarkHeartbeat describes. start starts
+// heartbeat hb and returns a function that stops it; once every heartbeat is
+// stopped, no run may start or be in progress a moment later.
+func heartbeats(b *testing.B, spread bool, start func(hb *heartbeatRecord) (stop func())) {
+	var (
+		cpu                        cpuMeter
+		runs, allocs, bytes        uint64
+		periodSum, maxDev          float64
+		measured, skipped, overlap int64
+	)
+	b.StopTimer()
+	b.ResetTimer()
+	for range b.N {
+		var (
+			overlaps atomic.Int64
+			stopping atomic.Bool
+		)
+		records := make([]heartbeatRecord, heartbeatCount)
+		stops := make([]func(), heartbeatCount)
+		base := time.Now()
+		for i := range records {
+			if spread {
+				if d := time.Until(base.Add(time.Duration(i) * heartbeatPeriod / heartbeatCount)); d > time.Millisecond {
+					time.Sleep(d)
+				}
+			}
+			records[i].base, records[i].overlaps, records[i].stopping = base, &overlaps, &stopping
+			stops[i] = start(&records[i])
+		}
+		// Open the window once every heartbeat has run.
+		for i := range records {
+			for records[i].runs.Load() == 0 {
+				time.Sleep(benchTick)
+			}
+		}
+		runs0 := heartbeatRuns(records)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		cpu.start()
+		time.Sleep(heartbeatWindow)
+		cpu.stop()
+		b.StopTimer()
+		runtime.ReadMemStats(&after)
+		runs += uint64(heartbeatRuns(records) - runs0)
+		allocs += after.Mallocs - before.Mallocs
+		bytes += after.TotalAlloc - before.TotalAlloc
+
+		for _, stop := range stops {
+			stop()
+		}
+		// Let runs in progress finish, and stop again the timers they
+		// re-armed before they saw the stop.
+		for i := range records {
+			for records[i].inflight.Load() {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		for _, stop := range stops {
+			stop()
+		}
+
+		for i := range records {
+			hb := &records[i]
+			n := hb.runs.Load()
+			if n < 2 {
+				b.Fatalf("heartbeat %d ran %d times", i, n)
+			}
+			span := float64(hb.last - hb.first)
+			period := span / float64(n-1)
+			periodSum += period
+			maxDev = max(maxDev, math.Abs(period/float64(heartbeatPeriod)-1))
+			skipped += int64(math.Round(span/float64(heartbeatPeriod))) - (n - 1)
+			measured++
+		}
+		overlap += overlaps.Load()
+	}
+	cpu.report(b, "cpu-ns/run", time.Nanosecond, float64(runs))
+	b.ReportMetric(float64(allocs)/float64(runs), "allocs/run")
+	b.ReportMetric(float64(bytes)/float64(runs), "B/run")
+	mean := periodSum / float64(measured)
+	b.ReportMetric(mean/float64(time.Millisecond), "period-ms")
+	b.ReportMetric((mean/float64(heartbeatPeriod)-1)*1e6, "period-err-ppm")
+	b.ReportMetric(maxDev*1e6, "max-period-dev-ppm")
+	b.ReportMetric(float64(skipped), "skipped")
+	b.ReportMetric(float64(overlap), "overlaps")
+}
+
+// heartbeatRuns returns the runs the heartbeats have started so far.
+func heartbeatRuns(records []heartbeatRecord) int64 {
+	var n int64
+	for i := range records {
+		n += records[i].runs.Load()
+	}
+	return n
 }
