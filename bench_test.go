@@ -707,7 +707,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // time.AfterFunc timers does the same. The wheel's timed region ends once its
 // worker has processed every reset (the changes queue of the earlier ones);
 // moving a deadline later leaves the worker nothing to do until the old
-// deadline's bucket comes round, an hour away here, as the runtime leaves a
+// deadline's bucket comes round, weeks away here, as the runtime leaves a
 // modified time.Timer in its heap until then.
 //
 //   - later: every call moves a deadline later: Reset(resetLater), a constant,
@@ -800,15 +800,15 @@ func BenchmarkReset(b *testing.B) {
 const (
 	// resetInitial is the delay of the live timeouts BenchmarkReset starts
 	// from, and resetLater the delay of its later resets.
-	resetInitial = 3 * time.Hour
-	resetLater   = 4 * time.Hour
+	resetInitial = 1001 * time.Hour
+	resetLater   = 1002 * time.Hour
 
 	// The earlier resets' delays go down from resetEarlierFrom by
 	// resetEarlierStep a call. With 1e3 timeouts a round of resets moves
 	// each deadline 100ms earlier less the round's duration (about 0.1ms,
 	// plus the pause between the testing package's rounds, tens of ms), and
-	// two hours last 72 million calls.
-	resetEarlierFrom = 2 * time.Hour
+	// the delays last 36 billion calls, far more than any -benchtime makes.
+	resetEarlierFrom = 1000 * time.Hour
 	resetEarlierStep = 100 * time.Microsecond
 )
 
