@@ -857,7 +857,9 @@ func benchResets(b *testing.B, tm *hashedwheel.Timer, loop func(n int)) {
 // runs skipped (skipped: one is missing from a gap of two periods or more),
 // and runs that started while the previous run of the same heartbeat was
 // still running (overlaps). Each run reads the clock and updates its
-// heartbeat's record, on both sides alike.
+// heartbeat's record, on both sides alike. The wheel's side also reports,
+// from Stats over the window, its worker's wake-ups per second (wakeups/s)
+// and the runs handed out more than two ticks late (late).
 func BenchmarkHeartbeat(b *testing.B) {
 	for _, ph := range []struct {
 		name   string
@@ -870,14 +872,14 @@ func BenchmarkHeartbeat(b *testing.B) {
 			b.Run("hashedwheel", func(b *testing.B) {
 				tm := newBenchTimer(b, benchTick)
 				defer tm.Stop()
-				heartbeats(b, ph.spread, func(hb *heartbeatRecord) (stop func()) {
+				heartbeats(b, ph.spread, tm.Stats, func(hb *heartbeatRecord) (stop func()) {
 					to, err := tm.Every(heartbeatPeriod, hb.wheelRun)
 					require.NoError(b, err)
 					return func() { to.Cancel() }
 				})
 			})
 			b.Run("time.AfterFunc", func(b *testing.B) {
-				heartbeats(b, ph.spread, func(hb *heartbeatRecord) (stop func()) {
+				heartbeats(b, ph.spread, nil, func(hb *heartbeatRecord) (stop func()) {
 					hb.timer = time.AfterFunc(time.Hour, hb.afterFuncRun)
 					hb.start, hb.k = time.Now(), 1
 					// Reset orders the writes above before the runs.
@@ -954,13 +956,18 @@ func (hb *heartbeatRecord) afterFuncRun() {
 // heartbeats runs b.N measurements of heartbeatCount heartbeats that start
 // starts, and reports what BenchmarkHeartbeat describes. start starts
 // heartbeat hb and returns a function that stops it; once every heartbeat is
-// stopped, no run may start or be in progress a moment later.
-func heartbeats(b *testing.B, spread bool, start func(hb *heartbeatRecord) (stop func())) {
+// stopped, no run may start or be in progress a moment later. stats, if not
+// nil, returns the statistics of the wheel that runs them.
+func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
+	start func(hb *heartbeatRecord) (stop func()),
+) {
 	var (
 		cpu                        cpuMeter
 		runs, allocs, bytes        uint64
+		wakeups, late              uint64
 		periodSum, maxDev          float64
 		measured, skipped, overlap int64
+		window                     time.Duration
 	)
 	b.StopTimer()
 	b.ResetTimer()
@@ -988,14 +995,27 @@ func heartbeats(b *testing.B, spread bool, start func(hb *heartbeatRecord) (stop
 			}
 		}
 		runs0 := heartbeatRuns(records)
-		var before, after runtime.MemStats
+		var (
+			before, after runtime.MemStats
+			stats0        hashedwheel.Stats
+		)
+		if stats != nil {
+			stats0 = stats()
+		}
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
 		cpu.start()
+		opened := time.Now()
 		time.Sleep(heartbeatWindow)
+		window += time.Since(opened)
 		cpu.stop()
 		b.StopTimer()
 		runtime.ReadMemStats(&after)
+		if stats != nil {
+			stats1 := stats()
+			wakeups += stats1.Wakeups - stats0.Wakeups
+			late += stats1.Late - stats0.Late
+		}
 		runs += uint64(heartbeatRuns(records) - runs0)
 		allocs += after.Mallocs - before.Mallocs
 		bytes += after.TotalAlloc - before.TotalAlloc
@@ -1038,6 +1058,10 @@ func heartbeats(b *testing.B, spread bool, start func(hb *heartbeatRecord) (stop
 	b.ReportMetric(maxDev*1e6, "max-period-dev-ppm")
 	b.ReportMetric(float64(skipped), "skipped")
 	b.ReportMetric(float64(overlap), "overlaps")
+	if stats != nil {
+		b.ReportMetric(float64(wakeups)/window.Seconds(), "wakeups/s")
+		b.ReportMetric(float64(late), "late")
+	}
 }
 
 // heartbeatRuns returns the runs the heartbeats have started so far.
