@@ -848,18 +848,22 @@ func benchResets(b *testing.B, tm *hashedwheel.Timer, loop func(n int)) {
 //
 // It reports, over the window (which opens once every heartbeat has run once,
 // so that their setup is not counted), the process CPU per run (cpu-ns/run),
-// and the heap allocations per run (allocs/run, B/run: the runtime's counts,
-// which include whatever else the process allocates meanwhile); over each
-// heartbeat's whole life, the mean period (period-ms, averaged over the
-// heartbeats, each measured from its first run to its last; period-err-ppm
-// is its relative error, signed, in parts per million), the largest
-// deviation of one heartbeat's mean from the period (max-period-dev-ppm),
-// runs skipped (skipped: one is missing from a gap of two periods or more),
-// and runs that started while the previous run of the same heartbeat was
-// still running (overlaps). Each run reads the clock and updates its
-// heartbeat's record, on both sides alike. The wheel's side also reports,
-// from Stats over the window, its worker's wake-ups per second (wakeups/s)
-// and the runs handed out more than two ticks late (late).
+// the heap allocations per run (allocs/run, B/run: the runtime's counts,
+// which include whatever else the process allocates meanwhile), and the mean
+// period (period-ms, averaged over the heartbeats, each measured from its
+// first run in the window to its last; period-err-ppm is its relative error,
+// signed, in parts per million), the largest deviation of one heartbeat's
+// mean from the period (max-period-dev-ppm), runs skipped (skipped: one is
+// missing from a gap of two periods or more; negative when a late run is
+// followed by one less than a period later); and over the heartbeats' whole
+// life, runs that started while the previous run of the same heartbeat was
+// still running (overlaps). Also over the window, the runs that started more
+// than two ticks (20ms) after they were due (late-runs) and the largest
+// lateness (max-late-ms, taken modulo the period), against start + k*period,
+// where start is taken just before the heartbeat is started. Each run reads
+// the clock and updates its heartbeat's record, on both sides alike. The
+// wheel's side also reports its worker's wake-ups per second, from Stats
+// (wakeups/s).
 func BenchmarkHeartbeat(b *testing.B) {
 	for _, ph := range []struct {
 		name   string
@@ -873,6 +877,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 				tm := newBenchTimer(b, benchTick)
 				defer tm.Stop()
 				heartbeats(b, ph.spread, tm.Stats, func(hb *heartbeatRecord) (stop func()) {
+					hb.start = time.Now()
 					to, err := tm.Every(heartbeatPeriod, hb.wheelRun)
 					require.NoError(b, err)
 					return func() { to.Cancel() }
@@ -903,18 +908,28 @@ const (
 // heartbeatRecord is one heartbeat's record of its runs, and the state of
 // its time.AfterFunc timer.
 type heartbeatRecord struct {
-	base     time.Time // common zero of first and last
-	overlaps *atomic.Int64
+	base      time.Time    // common zero of first and last
+	measuring *atomic.Bool // set while the window is open
+	overlaps  *atomic.Int64
 
-	inflight    atomic.Bool  // a run is in progress
-	runs        atomic.Int64 // runs started
-	first, last int64        // start of the first and last run, since base
+	inflight atomic.Bool  // a run is in progress
+	runs     atomic.Int64 // runs started
 
-	// For time.AfterFunc: the timer, when its first run was due, and the
-	// number of the run it is armed for (run k is due at start +
-	// k*period); stopping, once set, keeps runs from re-arming.
+	// The runs started in the window, and the start of the first and the
+	// last of them, since base; the runs that started more than two ticks
+	// after they were due, and the largest lateness.
+	windowRuns  int64
+	first, last int64
+	lateRuns    int64
+	maxLate     time.Duration
+
+	// start is when the heartbeat was started: run k is due at start +
+	// k*period.
+	start time.Time
+
+	// For time.AfterFunc: the timer, and the number of the run it is armed
+	// for; stopping, once set, keeps runs from re-arming.
 	timer    *time.Timer
-	start    time.Time
 	k        int64
 	stopping *atomic.Bool
 }
@@ -925,12 +940,21 @@ func (hb *heartbeatRecord) enter() time.Time {
 		hb.overlaps.Add(1)
 	}
 	now := time.Now()
-	since := int64(now.Sub(hb.base))
-	if hb.runs.Load() == 0 {
-		hb.first = since
-	}
-	hb.last = since
 	hb.runs.Add(1)
+	if hb.measuring.Load() {
+		since := int64(now.Sub(hb.base))
+		if hb.windowRuns == 0 {
+			hb.first = since
+		}
+		hb.last = since
+		hb.windowRuns++
+		// Runs are never early, so the last due time is that of this run.
+		late := now.Sub(hb.start) % heartbeatPeriod
+		if late > 2*benchTick {
+			hb.lateRuns++
+		}
+		hb.maxLate = max(hb.maxLate, late)
+	}
 	return now
 }
 
@@ -964,7 +988,8 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 	var (
 		cpu                        cpuMeter
 		runs, allocs, bytes        uint64
-		wakeups, late              uint64
+		wakeups, lateRuns          uint64
+		maxLate                    time.Duration
 		periodSum, maxDev          float64
 		measured, skipped, overlap int64
 		window                     time.Duration
@@ -973,8 +998,8 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 	b.ResetTimer()
 	for range b.N {
 		var (
-			overlaps atomic.Int64
-			stopping atomic.Bool
+			overlaps            atomic.Int64
+			measuring, stopping atomic.Bool
 		)
 		records := make([]heartbeatRecord, heartbeatCount)
 		stops := make([]func(), heartbeatCount)
@@ -985,7 +1010,8 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 					time.Sleep(d)
 				}
 			}
-			records[i].base, records[i].overlaps, records[i].stopping = base, &overlaps, &stopping
+			hb := &records[i]
+			hb.base, hb.measuring, hb.overlaps, hb.stopping = base, &measuring, &overlaps, &stopping
 			stops[i] = start(&records[i])
 		}
 		// Open the window once every heartbeat has run.
@@ -1006,7 +1032,9 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 		b.StartTimer()
 		cpu.start()
 		opened := time.Now()
+		measuring.Store(true)
 		time.Sleep(heartbeatWindow)
+		measuring.Store(false)
 		window += time.Since(opened)
 		cpu.stop()
 		b.StopTimer()
@@ -1014,7 +1042,6 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 		if stats != nil {
 			stats1 := stats()
 			wakeups += stats1.Wakeups - stats0.Wakeups
-			late += stats1.Late - stats0.Late
 		}
 		runs += uint64(heartbeatRuns(records) - runs0)
 		allocs += after.Mallocs - before.Mallocs
@@ -1036,15 +1063,17 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 
 		for i := range records {
 			hb := &records[i]
-			n := hb.runs.Load()
+			n := hb.windowRuns
 			if n < 2 {
-				b.Fatalf("heartbeat %d ran %d times", i, n)
+				b.Fatalf("heartbeat %d ran %d times in the window", i, n)
 			}
 			span := float64(hb.last - hb.first)
 			period := span / float64(n-1)
 			periodSum += period
 			maxDev = max(maxDev, math.Abs(period/float64(heartbeatPeriod)-1))
 			skipped += int64(math.Round(span/float64(heartbeatPeriod))) - (n - 1)
+			lateRuns += uint64(hb.lateRuns)
+			maxLate = max(maxLate, hb.maxLate)
 			measured++
 		}
 		overlap += overlaps.Load()
@@ -1058,9 +1087,10 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 	b.ReportMetric(maxDev*1e6, "max-period-dev-ppm")
 	b.ReportMetric(float64(skipped), "skipped")
 	b.ReportMetric(float64(overlap), "overlaps")
+	b.ReportMetric(float64(lateRuns), "late-runs")
+	b.ReportMetric(ms(maxLate), "max-late-ms")
 	if stats != nil {
 		b.ReportMetric(float64(wakeups)/window.Seconds(), "wakeups/s")
-		b.ReportMetric(float64(late), "late")
 	}
 }
 
