@@ -70,7 +70,7 @@ func hub(timer *hashedwheel.Timer, conn net.Conn) {
 		return
 	}
 	beat, err := timer.Every(period, func() { // runs on a pool goroutine
-		conn.SetWriteDeadline(time.Now().Add(period))
+		conn.SetWriteDeadline(time.Now().Add(deadAfter))
 		if _, err := fmt.Fprintln(conn, "ping"); err == nil {
 			sent.Add(1)
 		}
