@@ -48,7 +48,7 @@ func main() {
 	var clients sync.WaitGroup
 	addr := ln.Addr().String()
 	clients.Go(func() { client(addr, "chatty-1", 8, 100*time.Millisecond, true) })
-	clients.Go(func() { client(addr, "chatty-2", 4, 250*time.Millisecond, true) })
+	clients.Go(func() { client(addr, "chatty-2", 4, 200*time.Millisecond, true) })
 	clients.Go(func() { client(addr, "quiet-1", 2, 50*time.Millisecond, false) })
 	clients.Go(func() { client(addr, "quiet-2", 3, 100*time.Millisecond, false) })
 	clients.Wait()
