@@ -1,12 +1,13 @@
 // Command heartbeat keeps loopback TCP links alive with heartbeats from one
 // shared hashedwheel.Timer, and closes a link whose peer stops answering.
 //
-// A hub pings each peer every period with Timer.Every. The pings are written
-// on the timer's pool (WithTaskWorkers): a write blocked on a peer that stopped
-// reading holds up one pool goroutine, for at most its write deadline, never
-// the worker nor the other links. Peers answer every ping; the hub re-arms an
-// idle deadline with Timeout.Reset on each answer and closes a link silent for
-// deadAfter. One peer stops reading after a second; the program ends after two.
+// A hub pings each peer every period with Timer.Every and re-arms an idle
+// deadline with Timeout.Reset on each answer: a peer silent for deadAfter is
+// closed. Pings are written on the timer's pool (WithTaskWorkers): a write
+// blocked on a peer that stopped reading holds up one pool goroutine, for at
+// most its write deadline; not the worker, and not the other links while
+// another pool goroutine is free. One peer stops reading after a second; the
+// program ends after two.
 //
 //	go run ./examples/heartbeat
 package main
@@ -65,17 +66,14 @@ func main() {
 // not answered for deadAfter.
 func hub(timer *hashedwheel.Timer, conn net.Conn) {
 	defer conn.Close()
-	idle, err := timer.AfterFunc(deadAfter, func() { conn.Close() })
-	if err != nil {
-		return
-	}
-	beat, err := timer.Every(period, func() { // runs on a pool goroutine
+	idle, err1 := timer.AfterFunc(deadAfter, func() { conn.Close() })
+	beat, err2 := timer.Every(period, func() { // runs on a pool goroutine
 		conn.SetWriteDeadline(time.Now().Add(deadAfter))
 		if _, err := fmt.Fprintln(conn, "ping"); err == nil {
 			sent.Add(1)
 		}
 	})
-	if err != nil {
+	if err1 != nil || err2 != nil {
 		return // the timer is stopped
 	}
 	defer beat.Cancel()

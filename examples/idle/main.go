@@ -75,9 +75,8 @@ func serve(timer *hashedwheel.Timer, conn net.Conn) {
 	sc := bufio.NewScanner(conn)
 	for sc.Scan() {
 		if !idle.Reset(idleLimit) {
-			// Too late: the timeout fired and its task is closing conn (or
-			// it was cancelled). Drop the line and stop reading; never
-			// schedule a new timeout for a connection that is going away.
+			// Too late: the timeout fired and its task is closing conn (or it
+			// was cancelled). Drop the line; schedule no new timeout.
 			break
 		}
 		last = time.Now()
@@ -105,9 +104,7 @@ func client(addr, name string, lines int, gap time.Duration, hangUp bool) {
 	defer conn.Close()
 	start := time.Now()
 	for i := range lines {
-		if i > 0 {
-			time.Sleep(gap)
-		}
+		time.Sleep(gap)
 		fmt.Fprintf(conn, "%s line %d\n", name, i+1)
 	}
 	if hangUp {
