@@ -855,7 +855,10 @@ func benchResets(b *testing.B, tm *hashedwheel.Timer, loop func(n int)) {
 // signed, in parts per million), the largest deviation of one heartbeat's
 // mean from the period (max-period-dev-ppm), runs skipped (skipped: one is
 // missing from a gap of two periods or more; negative when a late run is
-// followed by one less than a period later); and over the heartbeats' whole
+// followed by one less than a period later), and the drift (drift-ppm: the
+// span from the first run in the window to the last against the periods it
+// holds, which skipped runs do not change, averaged over the heartbeats,
+// signed, in parts per million); and over the heartbeats' whole
 // life, runs that started while the previous run of the same heartbeat was
 // still running (overlaps). Also over the window, the runs that started more
 // than two ticks (20ms) after they were due (late-runs) and the largest
@@ -990,7 +993,7 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 		runs, allocs, bytes        uint64
 		wakeups, lateRuns          uint64
 		maxLate                    time.Duration
-		periodSum, maxDev          float64
+		periodSum, maxDev, drift   float64
 		measured, skipped, overlap int64
 		window                     time.Duration
 	)
@@ -1071,7 +1074,11 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 			period := span / float64(n-1)
 			periodSum += period
 			maxDev = max(maxDev, math.Abs(period/float64(heartbeatPeriod)-1))
-			skipped += int64(math.Round(span/float64(heartbeatPeriod))) - (n - 1)
+			periods := math.Round(span / float64(heartbeatPeriod))
+			skipped += int64(periods) - (n - 1)
+			if periods > 0 {
+				drift += span/(periods*float64(heartbeatPeriod)) - 1
+			}
 			lateRuns += uint64(hb.lateRuns)
 			maxLate = max(maxLate, hb.maxLate)
 			measured++
@@ -1085,6 +1092,7 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 	b.ReportMetric(mean/float64(time.Millisecond), "period-ms")
 	b.ReportMetric((mean/float64(heartbeatPeriod)-1)*1e6, "period-err-ppm")
 	b.ReportMetric(maxDev*1e6, "max-period-dev-ppm")
+	b.ReportMetric(drift/float64(measured)*1e6, "drift-ppm")
 	b.ReportMetric(float64(skipped), "skipped")
 	b.ReportMetric(float64(overlap), "overlaps")
 	b.ReportMetric(float64(lateRuns), "late-runs")
