@@ -858,9 +858,10 @@ func benchResets(b *testing.B, tm *hashedwheel.Timer, loop func(n int)) {
 // followed by one less than a period later), and the drift (drift-ppm: the
 // span from the first run in the window to the last against the periods it
 // holds, which skipped runs do not change, averaged over the heartbeats,
-// signed, in parts per million); and over the heartbeats' whole
-// life, runs that started while the previous run of the same heartbeat was
-// still running (overlaps). Also over the window, the runs that started more
+// signed, in parts per million), all over the heartbeats that ran at least
+// twice in the window (starved counts the others); and over the heartbeats'
+// whole life, runs that started while the previous run of the same heartbeat
+// was still running (overlaps). Also over the window, the runs that started more
 // than two ticks (20ms) after they were due (late-runs) and the largest
 // lateness (max-late-ms, taken modulo the period), against start + k*period,
 // where start is taken just before the heartbeat is started. Each run reads
@@ -995,6 +996,7 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 		maxLate                    time.Duration
 		periodSum, maxDev, drift   float64
 		measured, skipped, overlap int64
+		starved                    int64
 		window                     time.Duration
 	)
 	b.StopTimer()
@@ -1068,7 +1070,11 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 			hb := &records[i]
 			n := hb.windowRuns
 			if n < 2 {
-				b.Fatalf("heartbeat %d ran %d times in the window", i, n)
+				// Left behind for the whole window: seen on an
+				// overloaded machine, where time.AfterFunc's goroutines
+				// queue up faster than they run.
+				starved++
+				continue
 			}
 			span := float64(hb.last - hb.first)
 			period := span / float64(n-1)
@@ -1088,6 +1094,10 @@ func heartbeats(b *testing.B, spread bool, stats func() hashedwheel.Stats,
 	cpu.report(b, "cpu-ns/run", time.Nanosecond, float64(runs))
 	b.ReportMetric(float64(allocs)/float64(runs), "allocs/run")
 	b.ReportMetric(float64(bytes)/float64(runs), "B/run")
+	b.ReportMetric(float64(starved), "starved")
+	if measured == 0 {
+		b.Fatal("no heartbeat ran twice in the window")
+	}
 	mean := periodSum / float64(measured)
 	b.ReportMetric(mean/float64(time.Millisecond), "period-ms")
 	b.ReportMetric((mean/float64(heartbeatPeriod)-1)*1e6, "period-err-ppm")
