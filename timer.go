@@ -260,16 +260,27 @@ func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
 }
 
 func (t *Timer) schedule(task TimerTask, delay time.Duration) (*Timeout, error) {
+	to := &Timeout{timer: t, task: task}
+	if err := t.scheduleTimeout(to, delay); err != nil {
+		return nil, err
+	}
+	return to, nil
+}
+
+// scheduleTimeout schedules to, which the caller allocated (possibly inside a
+// larger object) with its timer and task set, to be due after delay. It
+// returns the errors NewTimeout does: ErrTimerStopped, or
+// ErrTooManyPendingTimeouts wrapped with the counts.
+func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	if t.state.Load() != stateStarted {
 		if err := t.Start(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	to := &Timeout{timer: t, task: task}
 	pending := t.pendingFor(to)
 	if n := pending.Add(1); t.maxPendingTimeouts > 0 && n > t.maxPendingTimeouts {
 		pending.Add(-1)
-		return nil, fmt.Errorf("%w: %d pending, limit %d",
+		return fmt.Errorf("%w: %d pending, limit %d",
 			ErrTooManyPendingTimeouts, n-1, t.maxPendingTimeouts)
 	}
 	to.deadline = t.deadlineAfter(delay)
@@ -279,9 +290,9 @@ func (t *Timer) schedule(task TimerTask, delay time.Duration) (*Timeout, error) 
 	// before the push. If so, take the timeout back; if the worker got it
 	// first, it has ended expired or cancelled, and the caller may have it.
 	if t.isStopped() && to.Cancel() {
-		return nil, ErrTimerStopped
+		return ErrTimerStopped
 	}
-	return to, nil
+	return nil
 }
 
 // deadlineAfter returns the deadline delay from now, in nanoseconds since the

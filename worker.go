@@ -272,8 +272,19 @@ func (t *Timer) collectUnprocessed() []*Timeout {
 		// Unlinked already, with their buckets; popping drops the queue's
 		// references to them.
 	}
+	for _, to := range unprocessed {
+		if o, ok := to.task.(stopObserver); ok {
+			o.timerStopped(to)
+		}
+	}
 	return unprocessed
 }
+
+// stopObserver is implemented by tasks that must learn that Stop cancelled
+// their timeout, such as the deadline of a context (see context.go), which
+// then keeps its deadline by other means. The worker calls timerStopped as it
+// exits, after cancelling the timeout and before Stop returns.
+type stopObserver interface{ timerStopped(to *Timeout) }
 
 // goroutineID returns the ID of the calling goroutine, which Go does not
 // expose otherwise. Stop uses it to tell that it runs inside a task on the
