@@ -738,10 +738,7 @@ func BenchmarkWithTimeout(b *testing.B) {
 	}
 }
 
-func withTimeoutCancel(
-	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc),
-	parent context.Context, done bool,
-) func() error {
+func withTimeoutCancel(withTimeout withTimeoutFunc, parent context.Context, done bool) func() error {
 	return func() error {
 		ctx, cancel := withTimeout(parent, cancelDelay)
 		if done {
@@ -760,8 +757,9 @@ func withTimeoutCancel(
 // BenchmarkLiveContexts holds 1e5 contexts with a deadline an hour away and
 // reports the live heap (B/ctx) and the goroutines (goroutines/ctx) per
 // context, with a Background parent and, with Done called, with a parent from
-// context.WithCancel. Each iteration is one full measurement; the timed
-// region is making the contexts.
+// context.WithCancel. Each iteration is one full measurement, on a timer of
+// its own; the timed region is making the contexts. The slices that hold the
+// contexts and cancel functions are made before the baseline is read.
 func BenchmarkLiveContexts(b *testing.B) {
 	const n = 100_000
 	for _, p := range []struct {
@@ -780,31 +778,39 @@ func BenchmarkLiveContexts(b *testing.B) {
 			}
 			ctxs := make([]context.Context, n)
 			cancels := make([]context.CancelFunc, n)
-			live := func(withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)) func() (stop func()) {
-				return func() (stop func()) {
+			live := func(withTimeout withTimeoutFunc) (stop func()) {
+				for i := range n {
+					ctxs[i], cancels[i] = withTimeout(parent, farDelay(i, n))
+					if p.cancelled {
+						ctxs[i].Done()
+					}
+				}
+				return func() {
 					for i := range n {
-						ctxs[i], cancels[i] = withTimeout(parent, farDelay(i, n))
-						if p.cancelled {
-							ctxs[i].Done()
-						}
+						cancels[i]()
 					}
-					return func() {
-						for i := range n {
-							cancels[i]()
-						}
-						clear(ctxs)
-						clear(cancels)
-					}
+					clear(ctxs)
+					clear(cancels)
 				}
 			}
 			b.Run("hashedwheel.WithTimeout", func(b *testing.B) {
-				tm := newBenchTimer(b, benchTick)
-				defer tm.Stop()
-				liveContexts(b, n, live(tm.WithTimeout))
+				liveContexts(b, n, func() (stop func()) {
+					tm := newBenchTimer(b, benchTick)
+					cancelAll := live(tm.WithTimeout)
+					return func() {
+						cancelAll()
+						tm.Stop()
+					}
+				})
 			})
 			b.Run("context.WithTimeout", func(b *testing.B) {
-				liveContexts(b, n, live(context.WithTimeout))
-				settle()
+				liveContexts(b, n, func() (stop func()) {
+					cancelAll := live(context.WithTimeout)
+					return func() {
+						cancelAll()
+						settle() // let the runtime delete the stopped timers
+					}
+				})
 			})
 		})
 	}

@@ -29,12 +29,16 @@ import (
 // soon as the work the context covers is finished. cancel is idempotent and
 // safe for concurrent use.
 //
-// The context and its wheel timeout are one allocation; its Done channel is
-// made on the first call to Done. No goroutine is started for it when parent
-// was made by the context package or by this one: it learns of the parent's
-// cancellation through context.AfterFunc, registered with the Done channel.
-// Until then a cancelled parent is noticed by Done, Err, cancel and the
-// deadline's tick, so its wheel timeout may stay pending until one of them.
+// No goroutine is started for the context when parent was made by the context
+// package or by this one. The context links itself to a cancellable parent
+// with context.AfterFunc when its Done channel is made, on the first call to
+// Done; until then, Done, Err, cancel and the deadline's tick notice a
+// cancelled parent, and the wheel timeout stays pending until one of them
+// does. When the parent was made by the context package, a context derived
+// from this one learns that the parent is done on the goroutine that
+// context.AfterFunc starts, as a context derived from any context of another
+// package does; when the deadline passes or cancel is called, it learns at
+// once.
 //
 // The deadline is never lost. While pending, the context's timeout counts in
 // PendingTimeouts, and Stop cancels and returns it like any other; the context
@@ -49,11 +53,11 @@ func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Conte
 		// The parent's deadline comes first; it alone counts.
 		return context.WithCancel(parent)
 	}
-	return t.newDeadlineCtx(parent, d, time.Until(d))
+	return t.newDeadlineCtx(parent, &d, time.Until(d))
 }
 
-// WithTimeout returns t.WithDeadline(parent, time.Now().Add(timeout)): a copy
-// of parent that is done at the first tick at or after timeout has passed, when
+// WithTimeout is WithDeadline with the deadline timeout from now: a copy of
+// parent that is done at the first tick at or after timeout has passed, when
 // cancel is called, or when parent is done. See WithDeadline.
 //
 // The deadline is read on the timer's clock, as Timeout.Deadline is: its
@@ -64,58 +68,65 @@ func (t *Timer) WithTimeout(parent context.Context, timeout time.Duration) (cont
 	if parent == nil {
 		panic("cannot create context from nil parent")
 	}
-	var d time.Time
-	if timeout > 0 && t.Start() == nil {
-		// One read of the monotonic clock, where time.Now reads two clocks;
-		// on some virtual machines each read costs more than the rest of
-		// WithTimeout. The wheel's deadline, from a later read, is never
-		// before d.
-		d = t.startTime.Add(time.Duration(t.deadlineAfter(timeout)))
-	} else {
-		d = time.Now().Add(timeout)
-	}
-	if cur, ok := parent.Deadline(); ok && cur.Before(d) {
+	if cur, ok := parent.Deadline(); ok && cur.Before(time.Now().Add(timeout)) {
 		return context.WithCancel(parent)
 	}
-	return t.newDeadlineCtx(parent, d, timeout)
+	// The deadline is the wheel timeout's: one clock read, where
+	// time.Now().Add(timeout) would be a second; on some virtual machines a
+	// read costs more than the rest of WithTimeout.
+	return t.newDeadlineCtx(parent, nil, timeout)
 }
 
-// newDeadlineCtx returns a deadlineCtx for parent, due at d, which is dur from
-// now, and its cancel function.
-func (t *Timer) newDeadlineCtx(parent context.Context, d time.Time, dur time.Duration) (context.Context, context.CancelFunc) {
-	c := &deadlineCtx{to: Timeout{timer: t}, parent: parent, deadline: d}
-	c.to.task = (*deadlineTask)(c)
+// newDeadlineCtx returns a deadlineCtx for parent, due dur from now, and its
+// cancel function. d is the deadline, or nil if it is to be the wheel
+// timeout's.
+func (t *Timer) newDeadlineCtx(parent context.Context, d *time.Time, dur time.Duration) (context.Context, context.CancelFunc) {
+	c := &deadlineCtx{parent: parent}
 	cancel := c.cancelFunc()
+	pending := dur > 0 && parent.Err() == nil
+	if pending {
+		c.to.timer, c.to.task = t, (*deadlineTask)(c)
+		if d != nil {
+			c.ext.Store(c.newExt(d))
+		}
+		if t.scheduleTimeout(&c.to, dur) == nil {
+			return c, cancel
+		}
+		// The timeout was never pushed, or was taken back before the
+		// worker saw it: nobody else has c yet.
+	}
+	if d == nil {
+		now := time.Now().Add(dur)
+		d = &now
+	}
+	e := c.ext.Load()
+	if e == nil {
+		e = c.newExt(d)
+		c.ext.Store(e)
+	}
+	e.state.Store(ctxUnscheduled) // nobody else has c yet
 	switch {
+	case pending:
+		c.startFallback(time.Until(*d))
 	case parent.Err() != nil:
 		c.finish(ctxParentDone)
-	case dur <= 0:
-		c.finish(ctxDeadlineExceeded)
 	default:
-		// No other goroutine can see c before the push; ctxInWheel must be
-		// set by then, for a cancel that races the expiry.
-		c.state.Store(ctxInWheel)
-		if err := t.scheduleTimeout(&c.to, dur); err != nil {
-			// The timeout was never pushed, or was taken back before the
-			// worker saw it: nobody else has c yet.
-			c.state.Store(ctxPending)
-			c.startFallback(dur)
-		}
+		c.finish(ctxDeadlineExceeded)
 	}
 	return c, cancel
 }
 
 // Context states. A deadlineCtx moves once from ctxPending to one of the three
 // done states, only by CompareAndSwap, so exactly one goroutine finishes it.
-// ctxInWheel is set before its timeout is scheduled, and cleared only if that
-// fails; it tells finish that there is a wheel timeout to cancel.
+// ctxUnscheduled is a flag beside them: the context's timeout was not
+// scheduled, although to.timer is set.
 const (
 	ctxPending          int32 = 0
 	ctxCanceled         int32 = 1 // by cancel; Err is context.Canceled
 	ctxDeadlineExceeded int32 = 2 // Err is context.DeadlineExceeded
 	ctxParentDone       int32 = 3 // Err is parent.Err(), the cause parent's
 	ctxDoneMask         int32 = 3
-	ctxInWheel          int32 = 4
+	ctxUnscheduled      int32 = 4
 )
 
 // deadlineCtx is the context of Timer.WithDeadline. Its methods are safe for
@@ -126,43 +137,52 @@ const (
 // deadline, or timerStopped when Stop cancels the timeout; the parent's
 // context.AfterFunc calls parentDone on a goroutine of its own; a fallback
 // runtime timer calls expire on another. Any of them may finish the context;
-// the one whose CompareAndSwap of state wins does.
+// the one whose CompareAndSwap of the state wins does.
 //
-// One object holds everything a context needs while nothing watches it: 144
-// bytes, a size class of its own. What only some contexts need (the link to
-// a cancellable parent, derived contexts, the fallback timer) is in ext,
-// allocated when first needed.
+// One object, 112 bytes, holds what a context needs while nothing watches
+// it: its timeout, its parent, its cancel function and its Done channel. Its
+// state and everything else (its deadline, if it is not the timeout's, the
+// link to a cancellable parent, derived contexts, the fallback timer) are in
+// ext, made when first needed. A context that finishes without one points
+// ext to one of doneExts, whose state is the done state.
 type deadlineCtx struct {
 	// to is the context's wheel timeout. Its task is the context itself, as
-	// a deadlineTask.
+	// a deadlineTask. to.timer is set only if it was scheduled, or
+	// scheduling it was tried (then ext.state has ctxUnscheduled).
+	// Immutable once the context is returned, but for what the timer does
+	// to it.
 	to Timeout
 
-	parent   context.Context // immutable
-	deadline time.Time       // immutable
+	parent context.Context // immutable
 
 	// cancelFn is the memory of the context's cancel function; see
-	// boundFunc. Written before the context is returned, then immutable.
+	// boundFunc. Immutable.
 	cancelFn boundFunc
 
 	// done is the Done channel: nil until Done is first called, then a
 	// channel that finish closes, or closedChan if finish got there first.
 	// Any goroutine; set only by CompareAndSwap from nil, and the channel is
-	// closed only by the goroutine that finished the context, after it set
-	// state.
+	// closed only by the goroutine that finished the context.
 	done atomic.Pointer[hchan]
 
-	// ext holds what only some contexts need. Any goroutine; set once, by
-	// CompareAndSwap from nil.
+	// ext is nil while the context is pending and needs nothing more; then
+	// its ctxExt for life, or one of doneExts. Any goroutine; set only by
+	// CompareAndSwap from nil, or before the context is returned.
 	ext atomic.Pointer[ctxExt]
-
-	// state is ctxPending or a done state, with ctxInWheel. Any goroutine;
-	// the done state is set once, by CompareAndSwap.
-	state atomic.Int32
 }
 
-// ctxExt is the part of a deadlineCtx that only some contexts need. Its
-// fields are guarded by mu, except parentFn, which is immutable.
+// ctxExt is the part of a deadlineCtx that only some contexts need.
 type ctxExt struct {
+	// state is ctxPending or a done state, with ctxUnscheduled. Any
+	// goroutine; the done state is set once, by CompareAndSwap, and
+	// ctxUnscheduled before the context is returned.
+	state atomic.Int32
+
+	// deadline is the context's deadline, or nil if it is the timeout's.
+	// Immutable.
+	deadline *time.Time
+
+	// mu guards the fields below.
 	mu sync.Mutex
 
 	// afterFuncs are the functions registered by AfterFunc (derived
@@ -179,6 +199,41 @@ type ctxExt struct {
 	// parentFn is the memory of the function that tells the context its
 	// parent is done; see parentDoneFunc. Immutable.
 	parentFn boundFunc
+}
+
+// doneExts are the ext of contexts that finished without one of their own,
+// indexed by their done state.
+var doneExts [4]ctxExt
+
+func init() {
+	for i := range doneExts {
+		doneExts[i].state.Store(int32(i))
+	}
+}
+
+// newExt returns a ctxExt for c with deadline d.
+func (c *deadlineCtx) newExt(d *time.Time) *ctxExt {
+	return &ctxExt{deadline: d, parentFn: boundFunc{code: parentDoneCode, ctx: c}}
+}
+
+// extension returns the context's ctxExt, made on first use: one of doneExts
+// if the context finished without one.
+func (c *deadlineCtx) extension() *ctxExt {
+	if e := c.ext.Load(); e != nil {
+		return e
+	}
+	if e := c.newExt(nil); c.ext.CompareAndSwap(nil, e) {
+		return e
+	}
+	return c.ext.Load()
+}
+
+// doneState returns ctxPending or the context's done state.
+func (c *deadlineCtx) doneState() int32 {
+	if e := c.ext.Load(); e != nil {
+		return e.state.Load() & ctxDoneMask
+	}
+	return ctxPending
 }
 
 // parentDoneFunc returns the function that tells the context its parent is
@@ -236,7 +291,14 @@ var closedChan = make(chan struct{})
 func init() { close(closedChan) }
 
 // Deadline returns the context's deadline.
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline(), true }
+
+func (c *deadlineCtx) deadline() time.Time {
+	if e := c.ext.Load(); e != nil && e.deadline != nil {
+		return *e.deadline
+	}
+	return c.to.Deadline()
+}
 
 // Done returns a channel that is closed when the context is done. The first
 // call makes it, and links the context to a cancellable parent.
@@ -245,7 +307,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		c.checkParent()
 		return chanOf(p)
 	}
-	if c.state.Load()&ctxDoneMask != ctxPending {
+	if c.doneState() != ctxPending {
 		// Done already; finish sets closedChan unless we do first.
 		c.done.CompareAndSwap(nil, chanPointer(closedChan))
 		return chanOf(c.done.Load())
@@ -265,7 +327,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 // checkParent finishes a pending context whose parent is done, and reports
 // whether the context is done.
 func (c *deadlineCtx) checkParent() bool {
-	if c.state.Load()&ctxDoneMask != ctxPending {
+	if c.doneState() != ctxPending {
 		return true
 	}
 	if c.parent.Err() == nil {
@@ -286,7 +348,7 @@ func (c *deadlineCtx) Err() error {
 		// finish may still be closing the channel.
 		<-c.Done()
 	}
-	switch c.state.Load() & ctxDoneMask {
+	switch c.doneState() {
 	case ctxCanceled:
 		return context.Canceled
 	case ctxDeadlineExceeded:
@@ -304,7 +366,7 @@ func (c *deadlineCtx) Value(key any) any {
 	if key == any(&deadlineKey) {
 		return c
 	}
-	if key == cancelCtxKey && cancelCtxKey != nil && c.state.Load()&ctxDoneMask != ctxParentDone {
+	if key == cancelCtxKey && cancelCtxKey != nil && c.doneState() != ctxParentDone {
 		return nil
 	}
 	return c.parent.Value(key)
@@ -312,8 +374,9 @@ func (c *deadlineCtx) Value(key any) any {
 
 // String describes the context as context.WithDeadline's do.
 func (c *deadlineCtx) String() string {
-	return contextName(c.parent) + ".WithDeadline(" + c.deadline.String() +
-		" [" + time.Until(c.deadline).String() + "])"
+	d := c.deadline()
+	return contextName(c.parent) + ".WithDeadline(" + d.String() +
+		" [" + time.Until(d).String() + "])"
 }
 
 func contextName(c context.Context) string {
@@ -347,9 +410,12 @@ func (a *afterFunc) stop() bool { return a.owner.removeAfterFunc(a) }
 // false if the context is done.
 func (c *deadlineCtx) addAfterFunc(a *afterFunc) bool {
 	e := c.extension()
+	if e.state.Load()&ctxDoneMask != ctxPending {
+		return false // without the lock, which doneExts share
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if c.state.Load()&ctxDoneMask != ctxPending {
+	if e.state.Load()&ctxDoneMask != ctxPending {
 		return false
 	}
 	a.owner = c
@@ -391,8 +457,11 @@ func (c *deadlineCtx) watchParent() {
 		return // never cancelled, as context.Background
 	}
 	e := c.extension()
+	if e.state.Load()&ctxDoneMask != ctxPending {
+		return
+	}
 	e.mu.Lock()
-	if c.state.Load()&ctxDoneMask != ctxPending {
+	if e.state.Load()&ctxDoneMask != ctxPending {
 		e.mu.Unlock()
 		return
 	}
@@ -438,17 +507,23 @@ func (c *deadlineCtx) expire() {
 // Then it calls the functions registered with AfterFunc. Only the first call
 // does anything.
 func (c *deadlineCtx) finish(done int32) {
+	var e *ctxExt
 	var s int32
 	for {
-		s = c.state.Load()
-		if s&ctxDoneMask != ctxPending {
-			return
+		if e = c.ext.Load(); e != nil {
+			if s = e.state.Load(); s&ctxDoneMask != ctxPending {
+				return // done already, or e is one of doneExts
+			}
+			if e.state.CompareAndSwap(s, s|done) {
+				break
+			}
+			continue
 		}
-		if c.state.CompareAndSwap(s, s|done) {
-			break
+		if c.ext.CompareAndSwap(nil, &doneExts[done]) {
+			break // nothing else to release
 		}
 	}
-	if s&ctxInWheel != 0 {
+	if c.to.timer != nil && s&ctxUnscheduled == 0 {
 		c.to.Cancel() // false if it expired, or Stop cancelled it
 	}
 	for {
@@ -464,12 +539,11 @@ func (c *deadlineCtx) finish(done int32) {
 		}
 		break
 	}
-	// An ext made after this load sees the done state under its lock, and
-	// neither links to the parent nor takes functions or a fallback.
-	e := c.ext.Load()
 	if e == nil {
 		return
 	}
+	// Whoever registers with e checks its state under the lock after
+	// taking it, so what is registered is taken here.
 	e.mu.Lock()
 	fallback, stopParent := e.fallback, e.stopParent
 	e.fallback, e.stopParent = nil, nil
@@ -503,21 +577,9 @@ func (c *deadlineCtx) startFallback(dur time.Duration) {
 	e := c.extension()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if c.state.Load()&ctxDoneMask == ctxPending {
+	if e.state.Load()&ctxDoneMask == ctxPending {
 		e.fallback = time.AfterFunc(dur, c.expire)
 	}
-}
-
-// extension returns the context's ctxExt, made on first use.
-func (c *deadlineCtx) extension() *ctxExt {
-	if e := c.ext.Load(); e != nil {
-		return e
-	}
-	e := &ctxExt{parentFn: boundFunc{code: parentDoneCode, ctx: c}}
-	if c.ext.CompareAndSwap(nil, e) {
-		return e
-	}
-	return c.ext.Load()
 }
 
 // cancelFunc returns the context's cancel function, without allocating when
@@ -542,8 +604,8 @@ func (t *deadlineTask) Run(*Timeout) { (*deadlineCtx)(t).expire() }
 // timeout: the rest of the deadline goes to the runtime's timers.
 func (t *deadlineTask) timerStopped(*Timeout) {
 	c := (*deadlineCtx)(t)
-	if c.state.Load()&ctxDoneMask == ctxPending {
-		c.startFallback(time.Until(c.deadline))
+	if c.doneState() == ctxPending {
+		c.startFallback(time.Until(c.deadline()))
 	}
 }
 
