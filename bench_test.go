@@ -758,8 +758,9 @@ func withTimeoutCancel(withTimeout withTimeoutFunc, parent context.Context, done
 // reports the live heap (B/ctx) and the goroutines (goroutines/ctx) per
 // context, with a Background parent and, with Done called, with a parent from
 // context.WithCancel. Each iteration is one full measurement, on a timer of
-// its own; the timed region is making the contexts. The slices that hold the
-// contexts and cancel functions are made before the baseline is read.
+// its own, started, like the slices that hold the contexts and cancel
+// functions, before the baseline is read; the timed region is making the
+// contexts.
 func BenchmarkLiveContexts(b *testing.B) {
 	const n = 100_000
 	for _, p := range []struct {
@@ -778,35 +779,33 @@ func BenchmarkLiveContexts(b *testing.B) {
 			}
 			ctxs := make([]context.Context, n)
 			cancels := make([]context.CancelFunc, n)
-			live := func(withTimeout withTimeoutFunc) (stop func()) {
+			pend := func(withTimeout withTimeoutFunc) {
 				for i := range n {
 					ctxs[i], cancels[i] = withTimeout(parent, farDelay(i, n))
 					if p.cancelled {
 						ctxs[i].Done()
 					}
 				}
-				return func() {
-					for i := range n {
-						cancels[i]()
-					}
-					clear(ctxs)
-					clear(cancels)
+			}
+			cancelAll := func() {
+				for i := range n {
+					cancels[i]()
 				}
+				clear(ctxs)
+				clear(cancels)
 			}
 			b.Run("hashedwheel.WithTimeout", func(b *testing.B) {
-				liveContexts(b, n, func() (stop func()) {
+				liveContexts(b, n, func() (pendAll, stop func()) {
 					tm := newBenchTimer(b, benchTick)
-					cancelAll := live(tm.WithTimeout)
-					return func() {
+					return func() { pend(tm.WithTimeout) }, func() {
 						cancelAll()
 						tm.Stop()
 					}
 				})
 			})
 			b.Run("context.WithTimeout", func(b *testing.B) {
-				liveContexts(b, n, func() (stop func()) {
-					cancelAll := live(context.WithTimeout)
-					return func() {
+				liveContexts(b, n, func() (pendAll, stop func()) {
+					return func() { pend(context.WithTimeout) }, func() {
 						cancelAll()
 						settle() // let the runtime delete the stopped timers
 					}
@@ -816,18 +815,19 @@ func BenchmarkLiveContexts(b *testing.B) {
 	}
 }
 
-// liveContexts runs b.N measurements of the n contexts that pend makes, as
-// pendingMemory does for timeouts.
-func liveContexts(b *testing.B, n int, pend func() (stop func())) {
+// liveContexts runs b.N measurements of the n contexts that the pend of each
+// newRun makes, as pendingMemory does for timeouts.
+func liveContexts(b *testing.B, n int, newRun func() (pend, stop func())) {
 	b.ReportAllocs()
 	var heap uint64
 	var goroutines int
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
+		pend, stop := newRun()
 		before, g := liveHeap(), runtime.NumGoroutine()
 		b.StartTimer()
-		stop := pend()
+		pend()
 		b.StopTimer()
 		heap += liveHeap() - before
 		goroutines += runtime.NumGoroutine() - g
