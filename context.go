@@ -30,15 +30,17 @@ import (
 // safe for concurrent use.
 //
 // No goroutine is started for the context when parent was made by the context
-// package or by this one. The context links itself to a cancellable parent
-// with context.AfterFunc when its Done channel is made, on the first call to
-// Done; until then, Done, Err, cancel and the deadline's tick notice a
-// cancelled parent, and the wheel timeout stays pending until one of them
-// does. When the parent was made by the context package, a context derived
-// from this one learns that the parent is done on the goroutine that
-// context.AfterFunc starts, as a context derived from any context of another
-// package does; when the deadline passes or cancel is called, it learns at
-// once.
+// package or by this one, neither while it is pending nor when the parent is
+// cancelled. The first call to Done links the context to a cancellable
+// parent: its Done channel is then that of a context.WithCancel child of the
+// parent (or, for a parent made by WithDeadline, one the parent closes), so
+// the parent's cancellation closes it at once. Done, Err, cancel and the
+// deadline's tick notice a cancelled parent; until one of them does, the
+// wheel timeout stays pending. A context derived from this one with the
+// context package learns at once that this one is done by its deadline or
+// cancel, and that a parent made by the context package is done on the
+// goroutine context.AfterFunc starts, as a context derived from any context
+// of another package does.
 //
 // The deadline is never lost. While pending, the context's timeout counts in
 // PendingTimeouts, and Stop cancels and returns it like any other; the context
@@ -189,16 +191,16 @@ type ctxExt struct {
 	// contexts) and not yet stopped or called; finish takes them all.
 	afterFuncs *afterFunc
 
-	// stopParent unregisters the context from its parent.
+	// stopParent unregisters parentDone from the parent.
 	stopParent func() bool
+
+	// innerCancel cancels the context.WithCancel child of the parent whose
+	// Done channel is the context's (see linkParent).
+	innerCancel context.CancelFunc
 
 	// fallback keeps the deadline on the runtime's timers when the wheel
 	// cannot.
 	fallback *time.Timer
-
-	// parentFn is the memory of the function that tells the context its
-	// parent is done; see parentDoneFunc. Immutable.
-	parentFn boundFunc
 }
 
 // doneExts are the ext of contexts that finished without one of their own,
@@ -211,10 +213,8 @@ func init() {
 	}
 }
 
-// newExt returns a ctxExt for c with deadline d.
-func (c *deadlineCtx) newExt(d *time.Time) *ctxExt {
-	return &ctxExt{deadline: d, parentFn: boundFunc{code: parentDoneCode, ctx: c}}
-}
+// newExt returns a ctxExt with deadline d.
+func (c *deadlineCtx) newExt(d *time.Time) *ctxExt { return &ctxExt{deadline: d} }
 
 // extension returns the context's ctxExt, made on first use: one of doneExts
 // if the context finished without one.
@@ -234,15 +234,6 @@ func (c *deadlineCtx) doneState() int32 {
 		return e.state.Load() & ctxDoneMask
 	}
 	return ctxPending
-}
-
-// parentDoneFunc returns the function that tells the context its parent is
-// done.
-func (c *deadlineCtx) parentDoneFunc(e *ctxExt) func() {
-	if parentDoneCode == 0 {
-		return c.parentDone
-	}
-	return e.parentFn.fn()
 }
 
 // afterFunc is one function registered with a deadlineCtx's AfterFunc, in a
@@ -312,15 +303,66 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		c.done.CompareAndSwap(nil, chanPointer(closedChan))
 		return chanOf(c.done.Load())
 	}
-	ch := make(chan struct{})
-	if !c.done.CompareAndSwap(nil, chanPointer(ch)) {
-		return chanOf(c.done.Load())
+	pdone := c.parent.Done()
+	if pdone == nil {
+		// The parent is never done, as context.Background: a channel
+		// that only finish closes.
+		ch := make(chan struct{})
+		if !c.done.CompareAndSwap(nil, chanPointer(ch)) {
+			return chanOf(c.done.Load())
+		}
+		return ch
 	}
-	// This call made the channel: from now on the parent's cancellation
-	// must close it, even if nobody asks.
-	if !c.checkParent() {
-		c.watchParent()
+	if c.checkParent() {
+		return c.Done()
 	}
+	return c.linkParent(pdone)
+}
+
+// linkParent makes the Done channel of a context whose parent may be
+// cancelled, such that the parent's cancellation closes it without a
+// goroutine, and returns it. pdone is the parent's Done channel.
+//
+// If the parent is, or wraps, a deadlineCtx whose Done is pdone, that
+// context calls parentDone in its finish. Otherwise the channel is that of a
+// context.WithCancel child of the parent, which the context package cancels
+// with the parent, synchronously; finish cancels it otherwise. The context
+// itself learns that the parent is done when Done, Err, cancel or the
+// deadline's tick asks (checkParent), unless a derived context is registered
+// with AfterFunc: then a context.AfterFunc on the parent tells it.
+func (c *deadlineCtx) linkParent(pdone <-chan struct{}) <-chan struct{} {
+	e := c.extension()
+	if e.state.Load()&ctxDoneMask != ctxPending {
+		return c.Done() // one of doneExts: done
+	}
+	e.mu.Lock()
+	if e.state.Load()&ctxDoneMask != ctxPending {
+		e.mu.Unlock()
+		return c.Done()
+	}
+	if p := c.done.Load(); p != nil {
+		e.mu.Unlock()
+		return chanOf(p) // another Done call linked it
+	}
+	var ch <-chan struct{}
+	if anc, ok := c.parent.Value(&deadlineKey).(*deadlineCtx); ok && anc.done.Load() == chanPointer(pdone) {
+		a := &afterFunc{f: c.parentDone}
+		if !anc.addAfterFunc(a) {
+			e.mu.Unlock()
+			c.finish(ctxParentDone)
+			return c.Done()
+		}
+		e.stopParent = a.stop
+		ch = make(chan struct{})
+	} else {
+		var inner context.Context
+		inner, e.innerCancel = context.WithCancel(c.parent)
+		ch = inner.Done()
+	}
+	// Under e.mu with the state pending: a finish that follows takes
+	// innerCancel under e.mu, and closes the channel with it.
+	c.done.Store(chanPointer(ch))
+	e.mu.Unlock()
 	return ch
 }
 
@@ -395,12 +437,22 @@ func contextName(c context.Context) string {
 // caller may hold a lock f takes. stop reports whether it kept f from being
 // called.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
-	c.Done() // watch the parent from now on
+	c.Done() // link to the parent from now on
 	a := &afterFunc{f: f}
 	if !c.addAfterFunc(a) {
 		go f()
 		return func() bool { return false }
 	}
+	// f must run when the parent is done, even if nobody asks this context:
+	// a parent that is not a deadlineCtx must tell it.
+	e := c.ext.Load()
+	e.mu.Lock()
+	if e.state.Load()&ctxDoneMask == ctxPending && e.innerCancel != nil && e.stopParent == nil {
+		// context.AfterFunc never calls the function before it returns,
+		// so the lock may be held.
+		e.stopParent = context.AfterFunc(c.parent, c.parentDone)
+	}
+	e.mu.Unlock()
 	return a.stop
 }
 
@@ -449,42 +501,6 @@ func (c *deadlineCtx) removeAfterFunc(a *afterFunc) bool {
 	return true
 }
 
-// watchParent arranges for a cancellable parent to finish the context when
-// it is done. It is called once, by the Done call that made the channel.
-func (c *deadlineCtx) watchParent() {
-	pdone := c.parent.Done()
-	if pdone == nil {
-		return // never cancelled, as context.Background
-	}
-	e := c.extension()
-	if e.state.Load()&ctxDoneMask != ctxPending {
-		return
-	}
-	e.mu.Lock()
-	if e.state.Load()&ctxDoneMask != ctxPending {
-		e.mu.Unlock()
-		return
-	}
-	// A deadlineCtx ancestor whose Done is the parent's (the parent is it,
-	// or wraps it without a Done of its own) takes the entry in its own
-	// list, and finishes the context synchronously.
-	if anc, ok := c.parent.Value(&deadlineKey).(*deadlineCtx); ok && anc.done.Load() == chanPointer(pdone) {
-		a := &afterFunc{f: c.parentDoneFunc(e)}
-		if anc.addAfterFunc(a) {
-			e.stopParent = a.stop
-			e.mu.Unlock()
-			return
-		}
-		e.mu.Unlock()
-		c.finish(ctxParentDone)
-		return
-	}
-	// context.AfterFunc never calls the function before it returns, so the
-	// lock may be held.
-	e.stopParent = context.AfterFunc(c.parent, c.parentDoneFunc(e))
-	e.mu.Unlock()
-}
-
 // parentDone is called when the parent is done.
 func (c *deadlineCtx) parentDone() { c.finish(ctxParentDone) }
 
@@ -526,33 +542,41 @@ func (c *deadlineCtx) finish(done int32) {
 	if c.to.timer != nil && s&ctxUnscheduled == 0 {
 		c.to.Cancel() // false if it expired, or Stop cancelled it
 	}
-	for {
-		p := c.done.Load()
-		if p == nil {
-			if c.done.CompareAndSwap(nil, chanPointer(closedChan)) {
-				break
+	var (
+		fallback    *time.Timer
+		stopParent  func() bool
+		innerCancel context.CancelFunc
+		first       *afterFunc
+	)
+	if e != nil {
+		// Whoever registers with e, or links the Done channel to the
+		// parent, checks the state under the lock after taking it, so what
+		// is registered is taken here.
+		e.mu.Lock()
+		fallback, stopParent, innerCancel, first = e.fallback, e.stopParent, e.innerCancel, e.afterFuncs
+		e.fallback, e.stopParent, e.innerCancel, e.afterFuncs = nil, nil, nil, nil
+		for a := first; a != nil; a = a.next {
+			a.linked = false // stop now returns false; nothing writes the links
+		}
+		e.mu.Unlock()
+	}
+	if innerCancel != nil {
+		innerCancel() // closes the Done channel, the inner context's
+	} else {
+		for {
+			p := c.done.Load()
+			if p == nil {
+				if c.done.CompareAndSwap(nil, chanPointer(closedChan)) {
+					break
+				}
+				continue // Done made the channel meanwhile
 			}
-			continue // Done made the channel meanwhile
+			if p != chanPointer(closedChan) {
+				close(chanOf(p))
+			}
+			break
 		}
-		if p != chanPointer(closedChan) {
-			close(chanOf(p))
-		}
-		break
 	}
-	if e == nil {
-		return
-	}
-	// Whoever registers with e checks its state under the lock after
-	// taking it, so what is registered is taken here.
-	e.mu.Lock()
-	fallback, stopParent := e.fallback, e.stopParent
-	e.fallback, e.stopParent = nil, nil
-	first := e.afterFuncs
-	e.afterFuncs = nil
-	for a := first; a != nil; a = a.next {
-		a.linked = false // stop now returns false; nothing writes the links
-	}
-	e.mu.Unlock()
 	// Without the lock: a deadlineCtx parent takes its own, and the
 	// functions of derived contexts may call back into this one.
 	if fallback != nil {
@@ -629,16 +653,10 @@ type boundFunc struct {
 	ctx  *deadlineCtx // its captured variable
 }
 
-var (
-	cancelCode     = closureCode(cancelClosure)
-	parentDoneCode = closureCode(parentDoneClosure)
-)
+var cancelCode = closureCode(cancelClosure)
 
 //go:noinline
 func cancelClosure(c *deadlineCtx) func() { return func() { c.cancel() } }
-
-//go:noinline
-func parentDoneClosure(c *deadlineCtx) func() { return func() { c.parentDone() } }
 
 // closureCode returns the code pointer of the closures that newClosure
 // makes, or 0 if they are not laid out as a boundFunc's first two words.

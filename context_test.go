@@ -298,13 +298,12 @@ func TestParentDoneMakesTheContextDone(t *testing.T) {
 		require.False(t, isDone(child))
 
 		cancelParent(cause)
-		requireDoneWith(t, ctx, context.Canceled, cause)
-		synctest.Wait()
 		select {
 		case <-pre:
 		default:
 			t.Fatal("the Done channel fetched before the parent was cancelled is open")
 		}
+		requireDoneWith(t, ctx, context.Canceled, cause)
 		for name, c := range map[string]context.Context{"child": child, "valueChild": valueChild, "timerChild": timerChild} {
 			<-c.Done()
 			assert.Equal(t, context.Canceled, c.Err(), name)
@@ -800,6 +799,40 @@ func TestNoGoroutinePerContext(t *testing.T) {
 		})
 	}
 	assert.Equal(t, int64(1), tm.PendingTimeouts())
+}
+
+func TestParentCancellationStartsNoGoroutine(t *testing.T) {
+	// Contexts linked to a context.WithCancel parent by Done: its cancel
+	// closes their Done channels before it returns, without a goroutine.
+	n := 10_000
+	if raceEnabled {
+		n = 1_000
+	}
+	tm := newTimer(t)
+	parent, cancelParent := context.WithCancel(context.Background())
+	dones := make([]<-chan struct{}, n)
+	cancels := make([]context.CancelFunc, n)
+	for i := range n {
+		var ctx context.Context
+		ctx, cancels[i] = tm.WithTimeout(parent, time.Hour)
+		dones[i] = ctx.Done()
+	}
+	before := runtime.NumGoroutine()
+	cancelParent()
+	open := 0
+	for _, done := range dones {
+		select {
+		case <-done:
+		default:
+			open++
+		}
+	}
+	assert.Zero(t, open, "Done channels still open when the parent's cancel returned")
+	assert.Less(t, runtime.NumGoroutine()-before, 3, "goroutines started by the parent's cancellation of %d contexts", n)
+	for _, cancel := range cancels {
+		cancel()
+	}
+	assert.Zero(t, tm.PendingTimeouts())
 }
 
 func TestAllocs(t *testing.T) {
