@@ -89,7 +89,7 @@ func (t *Timer) newDeadlineCtx(parent context.Context, d *time.Time, dur time.Du
 	if pending {
 		c.to.timer, c.to.task = t, (*deadlineTask)(c)
 		if d != nil {
-			c.ext.Store(c.newExt(d))
+			c.ext.Store(newExt(d))
 		}
 		if t.scheduleTimeout(&c.to, dur) == nil {
 			return c, cancel
@@ -103,7 +103,7 @@ func (t *Timer) newDeadlineCtx(parent context.Context, d *time.Time, dur time.Du
 	}
 	e := c.ext.Load()
 	if e == nil {
-		e = c.newExt(d)
+		e = newExt(d)
 		c.ext.Store(e)
 	}
 	e.state.Store(ctxUnscheduled) // nobody else has c yet
@@ -136,10 +136,11 @@ const (
 //
 // Who runs where: the goroutine that made it, then any goroutine, calls Done,
 // Err, Value and cancel; the timer's worker calls the task's Run at the
-// deadline, or timerStopped when Stop cancels the timeout; the parent's
-// context.AfterFunc calls parentDone on a goroutine of its own; a fallback
-// runtime timer calls expire on another. Any of them may finish the context;
-// the one whose CompareAndSwap of the state wins does.
+// deadline, or timerStopped when Stop cancels the timeout; a deadlineCtx
+// parent calls parentDone as it finishes, and another parent, once a derived
+// context is registered, through context.AfterFunc on a goroutine of its
+// own; a fallback runtime timer calls expire on another. Any of them may
+// finish the context; the one whose CompareAndSwap of the state wins does.
 //
 // One object, 112 bytes, holds what a context needs while nothing watches
 // it: its timeout, its parent, its cancel function and its Done channel. Its
@@ -161,10 +162,13 @@ type deadlineCtx struct {
 	// boundFunc. Immutable.
 	cancelFn boundFunc
 
-	// done is the Done channel: nil until Done is first called, then a
-	// channel that finish closes, or closedChan if finish got there first.
-	// Any goroutine; set only by CompareAndSwap from nil, and the channel is
-	// closed only by the goroutine that finished the context.
+	// done is the Done channel: nil until Done is first called; then a
+	// channel that finish closes, or closedChan if finish got there first,
+	// or the Done channel of the context.WithCancel child of the parent
+	// (see linkParent), which the parent or finish cancels. Any goroutine;
+	// set once from nil, by CompareAndSwap or by linkParent under ext.mu
+	// while the state is pending. Only the goroutine that finished the
+	// context closes a channel of its own.
 	done atomic.Pointer[hchan]
 
 	// ext is nil while the context is pending and needs nothing more; then
@@ -214,7 +218,7 @@ func init() {
 }
 
 // newExt returns a ctxExt with deadline d.
-func (c *deadlineCtx) newExt(d *time.Time) *ctxExt { return &ctxExt{deadline: d} }
+func newExt(d *time.Time) *ctxExt { return &ctxExt{deadline: d} }
 
 // extension returns the context's ctxExt, made on first use: one of doneExts
 // if the context finished without one.
@@ -222,7 +226,7 @@ func (c *deadlineCtx) extension() *ctxExt {
 	if e := c.ext.Load(); e != nil {
 		return e
 	}
-	if e := c.newExt(nil); c.ext.CompareAndSwap(nil, e) {
+	if e := newExt(nil); c.ext.CompareAndSwap(nil, e) {
 		return e
 	}
 	return c.ext.Load()
