@@ -405,15 +405,18 @@ func (c *deadlineCtx) Err() error {
 }
 
 // Value returns the parent's value for key. context.Cause asks for
-// cancelCtxKey: a context done on its own answers nil, so that Cause returns
-// Err; one done by its parent passes the question on, so that Cause returns
-// the parent's cause.
+// cancelCtxKey: a context done on its own, or pending, answers nil, so that
+// Cause returns Err; one done by its parent passes the question on, so that
+// Cause returns the parent's cause. (Before Go 1.26, Cause asks before it
+// calls Err, so Value looks at the parent first.)
 func (c *deadlineCtx) Value(key any) any {
 	if key == any(&deadlineKey) {
 		return c
 	}
-	if key == cancelCtxKey && cancelCtxKey != nil && c.doneState() != ctxParentDone {
-		return nil
+	if key == cancelCtxKey && cancelCtxKey != nil {
+		if c.checkParent(); c.doneState() != ctxParentDone {
+			return nil
+		}
 	}
 	return c.parent.Value(key)
 }
