@@ -29,9 +29,10 @@ import (
 // soon as the work the context covers is finished. cancel is idempotent and
 // safe for concurrent use.
 //
-// No goroutine is started for the context when parent was made by the context
-// package or by this one, neither while it is pending nor when the parent is
-// cancelled. The first call to Done links the context to a cancellable
+// The context, its wheel timeout and its cancel function are one allocation of
+// 112 bytes; the Done channel is made on the first call to Done. No goroutine
+// is started for the context when parent was made by the context package or
+// by this one, neither while it is pending nor when the parent is cancelled. The first call to Done links the context to a cancellable
 // parent: its Done channel is then that of a context.WithCancel child of the
 // parent (or, for a parent made by WithDeadline, one the parent closes), so
 // the parent's cancellation closes it at once. Done, Err, cancel and the
