@@ -565,45 +565,6 @@ func TestResetCancelExpiryAndStopRaceExactlyOnce(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestResetAllocatesNothing(t *testing.T) {
-	tm := newTimer(t)
-	to := mustSchedule(t, tm, time.Hour, func() {})
-	d := time.Hour
-	allocs := testing.AllocsPerRun(1000, func() {
-		d += time.Millisecond
-		to.Reset(d)
-	})
-	assert.Zero(t, allocs)
-}
-
-func TestPeriodicRunsAllocateNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
-		var runs atomic.Int64
-		_, err := tm.Every(jobTick, func() { runs.Add(1) })
-		require.NoError(t, err)
-		time.Sleep(100 * time.Millisecond) // the pool's ring is warm
-		var before, after runtimeMem
-		before.read()
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		after.read()
-		assert.GreaterOrEqual(t, runs.Load(), int64(1000))
-		// The test itself allocates a little in the bubble; 1000 runs
-		// would allocate at least 1000 times.
-		assert.Less(t, after.mallocs-before.mallocs, uint64(50))
-	})
-}
-
-// runtimeMem is the allocation count of the process.
-type runtimeMem struct{ mallocs uint64 }
-
-func (m *runtimeMem) read() {
-	var s runtime.MemStats
-	runtime.ReadMemStats(&s)
-	m.mallocs = s.Mallocs
-}
-
 func TestResetLaterWhileTheWorkerLinksItIsNotLateByATurn(t *testing.T) {
 	// Real clock: a goroutine keeps moving a new timeout's deadline later
 	// while the worker links it. The bucket's lower bound must come from the
