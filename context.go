@@ -31,9 +31,9 @@ import (
 //
 // The context, its wheel timeout and its cancel function are one allocation of
 // 112 bytes; the Done channel is made on the first call to Done. No goroutine
-// is started for the context when parent was made by the context package or
-// by this one, neither while it is pending nor when the parent is cancelled. The first call to Done links the context to a cancellable
-// parent: its Done channel is then that of a context.WithCancel child of the
+// is started for the context while it is pending, nor for its deadline or its
+// cancel, when parent was made by the context package or by this one. The
+// first call to Done links the context to a cancellable parent: its Done channel is then that of a context.WithCancel child of the
 // parent (or, for a parent made by WithDeadline, one the parent closes), so
 // the parent's cancellation closes it at once. Done, Err, cancel and the
 // deadline's tick notice a cancelled parent; until one of them does, the
@@ -358,6 +358,7 @@ func (c *deadlineCtx) linkParent(pdone <-chan struct{}) <-chan struct{} {
 			return c.Done()
 		}
 		e.stopParent = a.stop
+		anc.watchParent() // anc must learn of its own parent's end now
 		ch = make(chan struct{})
 	} else {
 		var inner context.Context
@@ -451,8 +452,14 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	// f must run when the parent is done, even if nobody asks this context:
-	// a parent that is not a deadlineCtx must tell it.
+	c.watchParent()
+	return a.stop
+}
+
+// watchParent makes a parent that is not a deadlineCtx tell c when it is
+// done, once something (f of AfterFunc, a deadlineCtx child) waits for c's
+// finish rather than for its Done channel.
+func (c *deadlineCtx) watchParent() {
 	e := c.ext.Load()
 	e.mu.Lock()
 	if e.state.Load()&ctxDoneMask == ctxPending && e.innerCancel != nil && e.stopParent == nil {
@@ -461,7 +468,6 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 		e.stopParent = context.AfterFunc(c.parent, c.parentDone)
 	}
 	e.mu.Unlock()
-	return a.stop
 }
 
 func (a *afterFunc) stop() bool { return a.owner.removeAfterFunc(a) }
@@ -630,7 +636,11 @@ func (c *deadlineCtx) cancelFunc() context.CancelFunc {
 type deadlineTask deadlineCtx
 
 // Run is called by the worker at the deadline.
-func (t *deadlineTask) Run(*Timeout) { (*deadlineCtx)(t).expire() }
+func (t *deadlineTask) Run(*Timeout) {
+	if t.to.IsExpired() { // not a caller of Task().Run on a timeout Stop returned
+		(*deadlineCtx)(t).expire()
+	}
+}
 
 // timerStopped is called by the worker when Stop cancelled the context's
 // timeout: the rest of the deadline goes to the runtime's timers.

@@ -473,6 +473,12 @@ func (t *Timer) countLateness(late int64) {
 // handOut runs an expired timeout's task: on the pool, through the executor,
 // or here on the worker.
 func (t *Timer) handOut(to *Timeout) {
+	if _, ok := to.task.(*deadlineTask); ok {
+		// A context's deadline closes a channel and cancels derived
+		// contexts: never queued behind user tasks, which may wait for it.
+		t.runTimeout(to)
+		return
+	}
 	switch {
 	case t.pool != nil:
 		t.pool.submit(to)
