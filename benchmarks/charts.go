@@ -59,16 +59,18 @@ func costPerOpChart(path string, rep *Report) error {
 	p := newPlot("CPU per schedule + cancel, against timeouts already pending",
 		"timeouts pending (log scale)\n"+caption(rep), "CPU ns per schedule + cancel (log scale)")
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = powersOfTen{}
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = oneTwoFive{}
 	p.Legend.Top = true
 	p.Legend.Left = true
+	ymin, ymax := math.Inf(1), 0.0
 	for i, im := range rep.Impls {
 		var xys plotter.XYs
 		for _, n := range rep.Sizes.Pendings {
 			if v, ok := rep.value(im.ID, "pending", n, "cpu_ns_op"); ok && v > 0 {
 				xys = append(xys, plotter.XY{X: float64(n), Y: v})
+				ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
 			}
 		}
 		if len(xys) == 0 {
@@ -86,6 +88,11 @@ func costPerOpChart(path string, rep *Report) error {
 		p.Add(line, points)
 		p.Legend.Add(im.Label, line, points)
 	}
+	if ymax > 0 {
+		// Room above the lines for the legend.
+		p.Y.Min, p.Y.Max = ymin/1.3, ymax*4
+		p.Legend.YOffs = -vg.Points(8)
+	}
 	return p.Save(9*vg.Inch, 6*vg.Inch, path)
 }
 
@@ -101,12 +108,10 @@ func latenessCDFChart(path string, rep *Report) error {
 		}
 	}
 	xmin = math.Floor(math.Max(xmin, -4*rep.Sizes.TickMS)) - 1
-	xmax = math.Ceil(math.Min(xmax*1.1, 6*rep.Sizes.TickMS))
+	xmax = math.Ceil(math.Min(xmax*1.1, 4*rep.Sizes.TickMS))
 	p := newPlot(fmt.Sprintf("Lateness of %s timeouts spread over %s, %s tick",
 		num(float64(param), 0), msDur(rep.Sizes.LateSpreadMS), msDur(rep.Sizes.TickMS)),
-		"lateness, ms: time run minus time due (x axis cut at p99.5)\n"+caption(rep), "share of tasks run by then")
-	p.X.Min, p.X.Max = xmin, xmax
-	p.Y.Min, p.Y.Max = 0, 1
+		fmt.Sprintf("lateness, ms: time run minus time due (axis cut at %g ms)\n", xmax)+caption(rep), "share of tasks run by then")
 
 	early, err := plotter.NewPolygon(plotter.XYs{{X: xmin, Y: 0}, {X: 0, Y: 0}, {X: 0, Y: 1}, {X: xmin, Y: 1}})
 	if err != nil {
@@ -133,7 +138,7 @@ func latenessCDFChart(path string, rep *Report) error {
 		}
 		xys := make(plotter.XYs, 0, len(r.Quantiles))
 		for k, q := range r.Quantiles {
-			xys = append(xys, plotter.XY{X: math.Max(xmin, math.Min(xmax, q)), Y: float64(k) / 1000})
+			xys = append(xys, plotter.XY{X: q, Y: float64(k) / 1000}) // the plot clips to its axes
 		}
 		line, err := plotter.NewLine(xys)
 		if err != nil {
@@ -148,6 +153,9 @@ func latenessCDFChart(path string, rep *Report) error {
 	p.Legend.Top = false
 	p.Legend.Left = false
 	p.Legend.YOffs = vg.Points(20)
+	// After Add, which widens the axes to the data.
+	p.X.Min, p.X.Max = xmin, xmax
+	p.Y.Min, p.Y.Max = 0, 1
 	return p.Save(10*vg.Inch, 6*vg.Inch, path)
 }
 
@@ -205,6 +213,36 @@ func idleBarChart(path string, rep *Report) error {
 	p.NominalX(names...)
 	p.X.Tick.Label.Font.Size = vg.Points(10)
 	p.Legend.Top = true
+	p.Legend.Left = true
 	p.Y.Min = 0
+	p.Y.Max *= 1.25 // room for the legend and the labels
 	return p.Save(10*vg.Inch, 5.5*vg.Inch, path)
+}
+
+// powersOfTen ticks a log axis at each power of ten, written 1e3.
+type powersOfTen struct{}
+
+func (powersOfTen) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		if v := math.Pow(10, e); v >= lo {
+			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("1e%d", int(e))})
+		}
+	}
+	return ticks
+}
+
+// oneTwoFive ticks a log axis at 1, 2 and 5 times each power of ten.
+type oneTwoFive struct{}
+
+func (oneTwoFive) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * math.Pow(10, e); v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: num(v, 0)})
+			}
+		}
+	}
+	return ticks
 }

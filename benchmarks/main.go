@@ -40,6 +40,7 @@ func main() {
 		child     = flag.Bool("child", false, "run one workload on one implementation and print JSON (used by the driver)")
 		param     = flag.Int("param", 0, "the workload's parameter, in -child mode")
 		readme    = flag.String("readme", "", "a README whose summary table, between its markers, to rewrite")
+		render    = flag.String("render", "", "write the tables and charts of an existing benchmarks.json again, without running anything")
 		lead      = flag.Duration("lead", 0, "the burst's lead, in -child mode (default the size's)")
 	)
 	flag.Parse()
@@ -52,6 +53,13 @@ func main() {
 	}
 	if *child {
 		os.Exit(runChild(*only, *workloads, *param, sz))
+	}
+	if *render != "" {
+		if err := rerender(*render, *out, *readme); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmarks:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *reps <= 0 {
 		*reps = 3
@@ -87,8 +95,9 @@ func runChild(implID, workload string, param int, sz sizes) int {
 	select {
 	case o = <-done:
 	case <-time.After(sz.watchdog):
-		// A deadlocked implementation never returns; say so and exit.
-		o.err = fmt.Errorf("did not finish within %v (deadlocked or stuck)", sz.watchdog)
+		// A deadlocked implementation never returns; say so, and where
+		// the workload's goroutine is stuck, and exit.
+		o.err = fmt.Errorf("did not finish within %v%s", sz.watchdog, stuckAt())
 	}
 	res, err := o.res, o.err
 	out := struct {
@@ -103,6 +112,42 @@ func runChild(implID, workload string, param int, sz sizes) int {
 		return 1
 	}
 	return 0
+}
+
+// stuckAt describes where the goroutine running the workload waits: its
+// state and the calls nearest the top of its stack outside the runtime and
+// the standard library.
+func stuckAt() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "main.runWorkload(") {
+			continue
+		}
+		lines := strings.Split(g, "\n")
+		state := lines[0]
+		if i, j := strings.IndexByte(state, '['), strings.IndexByte(state, ']'); i >= 0 && j > i {
+			state = state[i+1 : j]
+		}
+		var calls []string
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, "\t") || !strings.Contains(l, ".") {
+				continue
+			}
+			fn := l[:max(0, strings.LastIndexByte(l, '('))]
+			if strings.HasPrefix(fn, "main.") {
+				break
+			}
+			if first, _, ok := strings.Cut(fn, "/"); ok && strings.Contains(first, ".") { // a module, not the standard library
+				calls = append(calls, fn)
+			}
+		}
+		if len(calls) > 0 {
+			return fmt.Sprintf(": its goroutine waits (%s) in %s", state, strings.Join(calls, ", called by "))
+		}
+		return fmt.Sprintf(": its goroutine waits (%s)", state)
+	}
+	return ""
 }
 
 // planned is one workload, with its parameter, in the order of the report.
@@ -169,6 +214,8 @@ type Meta struct {
 	Quick      bool    `json:"quick"`
 	Reps       int     `json:"reps"`
 	Seconds    float64 `json:"seconds"`
+	LoadStart  string  `json:"load_start"` // 1-minute load average, /proc/loadavg
+	LoadEnd    string  `json:"load_end"`
 }
 
 // ImplInfo describes one implementation as run.
@@ -275,6 +322,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 		}
 	}
 	rep.Meta.Seconds = time.Since(start).Seconds()
+	rep.Meta.LoadEnd = loadAverage()
 	for _, r := range rep.Results {
 		summarize(r)
 	}
@@ -456,6 +504,7 @@ func meta(quick bool, reps int) Meta {
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Quick:      quick,
 		Reps:       reps,
+		LoadStart:  loadAverage(),
 	}
 	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
@@ -464,6 +513,15 @@ func meta(quick bool, reps int) Meta {
 		}
 	}
 	return m
+}
+
+// loadAverage returns the 1-minute load average of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b) + " unknown")[0]
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo.
@@ -513,6 +571,25 @@ func sizesInfo(sz sizes) SizesInfo {
 		Heartbeats: sz.heartbeats, PeriodMS: ms(sz.period), HeartbeatMS: ms(sz.heartbeatWin),
 		TickMS: ms(benchTick), Buckets: benchBuckets,
 	}
+}
+
+// rerender writes the tables and charts of the report in file under out.
+func rerender(file, out, readme string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if err := writeAll(out, &rep); err != nil {
+		return err
+	}
+	if readme != "" {
+		return updateReadme(readme, &rep)
+	}
+	return nil
 }
 
 // writeAll writes benchmarks.json, benchmarks.md and the charts.

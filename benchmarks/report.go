@@ -87,6 +87,7 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 		b.WriteString("--:|")
 	}
 	b.WriteString("\n")
+	var notes []string
 	for _, im := range rep.Impls {
 		fmt.Fprintf(b, "| %s |", im.Label)
 		if api != nil {
@@ -96,11 +97,49 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 			}
 			fmt.Fprintf(b, " %s |", a)
 		}
+		// A row that did not run says why once, not in every column.
+		if why := rep.whyNot(im.ID, workload, cols); why != "" {
+			switch {
+			case why != errNoAPI.Error():
+				notes = append(notes, fmt.Sprintf("%s: %s.", im.Label, why))
+				why = "failed, see below"
+			case api != nil:
+				why = "–"
+			}
+			b.WriteString(" " + why + " |")
+			for range cols[1:] {
+				b.WriteString(" |")
+			}
+			b.WriteString("\n")
+			continue
+		}
 		for _, c := range cols {
 			b.WriteString(" " + rep.cell(im.ID, workload, c) + " |")
 		}
 		b.WriteString("\n")
 	}
+	for _, n := range notes {
+		b.WriteString("\n" + n + "\n")
+	}
+}
+
+// whyNot returns why impl has no figures for the workload at the columns'
+// parameter, if all columns share one and it has none: "no API" or the
+// error; "" if it has figures.
+func (rep *Report) whyNot(impl, workload string, cols []column) string {
+	for _, c := range cols[1:] {
+		if c.param != cols[0].param {
+			return ""
+		}
+	}
+	r := rep.get(impl, workload, cols[0].param)
+	if r == nil {
+		return "not run"
+	}
+	if r.Median == nil {
+		return r.Error
+	}
+	return ""
 }
 
 func (rep *Report) cell(impl, workload string, c column) string {
@@ -112,7 +151,7 @@ func (rep *Report) cell(impl, workload string, c column) string {
 		if r.Error == errNoAPI.Error() {
 			return "no API"
 		}
-		return "failed: " + strings.ReplaceAll(r.Error, "|", "/")
+		return "failed"
 	}
 	v, ok := r.Median[c.metric]
 	if !ok {
@@ -219,7 +258,8 @@ func markdown(rep *Report) string {
 	b.WriteString("Every figure, with each repetition, is in [benchmarks.json](benchmarks.json).\n\n")
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", m.Command)
 	fmt.Fprintf(&b, "- Date: %s; the run took %.0f s.\n", m.Date, m.Seconds)
-	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s; other programs were running on it.\n", m.CPU, m.Cores, m.GOMAXPROCS, m.OSArch)
+	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s. Load average (1 min) %s at the start, %s at the end: other programs ran beside it, so tails (p99, max) and wall times are noisy; compare rows within a table, not runs.\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.OSArch, m.LoadStart, m.LoadEnd)
 	fmt.Fprintf(&b, "- Go: %s.", m.Go)
 	if m.Commit != "" {
 		fmt.Fprintf(&b, " hashedwheel at commit %s.", m.Commit)
