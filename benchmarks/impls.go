@@ -77,7 +77,8 @@ type wakeCounter interface{ wakeups() uint64 }
 var impls = []impl{
 	{
 		id: hashedwheelID, label: "hashedwheel", module: "github.com/hashedwheel/hashedwheel",
-		newer: newHashedwheel,
+		newer:    newHashedwheel,
+		rearmAPI: "Timeout.Reset", heartbeatAPI: "Timer.Every",
 	},
 	{
 		id: stdlibID, label: "time.AfterFunc",
@@ -116,7 +117,8 @@ func implByID(id string) (impl, error) {
 	return impl{}, fmt.Errorf("unknown -impl %q", id)
 }
 
-// hashedwheel: NewTimer with the bench tick and buckets; AfterFunc, Cancel.
+// hashedwheel: NewTimer with the bench tick and buckets; AfterFunc and
+// Cancel; Timeout.Reset; Every; Stats().Wakeups.
 
 type hwWheel struct{ tm *hashedwheel.Timer }
 
@@ -172,6 +174,25 @@ func (w hwWheel) flush(n int, d time.Duration) error {
 	}
 	return <-done
 }
+
+func (w hwWheel) newRearmable(d time.Duration, f func()) (rearmable, error) {
+	to, err := w.tm.AfterFunc(d, f)
+	return hwTimeout{to}, err
+}
+
+type hwTimeout struct{ to *hashedwheel.Timeout }
+
+func (t hwTimeout) reset(d time.Duration) { t.to.Reset(d) }
+
+func (w hwWheel) every(period time.Duration, f func()) (func(), error) {
+	to, err := w.tm.Every(period, f)
+	if err != nil {
+		return nil, err
+	}
+	return func() { to.Cancel() }, nil
+}
+
+func (w hwWheel) wakeups() uint64 { return w.tm.Stats().Wakeups }
 
 // stdlib: time.AfterFunc and Timer.Stop; Timer.Reset; context.WithTimeout.
 
