@@ -94,10 +94,10 @@ func runChild(implID, workload string, param int, sz sizes) int {
 	var o outcome
 	select {
 	case o = <-done:
-	case <-time.After(sz.watchdog):
+	case <-time.After(watchdogFor(workload, sz)):
 		// A deadlocked implementation never returns; say so, and where
 		// the workload's goroutine is stuck, and exit.
-		o.err = fmt.Errorf("did not finish within %v%s", sz.watchdog, stuckAt())
+		o.err = fmt.Errorf("did not finish within %v%s", watchdogFor(workload, sz), stuckAt())
 	}
 	res, err := o.res, o.err
 	out := struct {
@@ -112,6 +112,15 @@ func runChild(implID, workload string, param int, sz sizes) int {
 		return 1
 	}
 	return 0
+}
+
+// watchdogFor is how long a workload may take in a child before the child
+// reports it stuck: the burst waits for its lead first.
+func watchdogFor(workload string, sz sizes) time.Duration {
+	if workload == "burst" {
+		return sz.watchdog + sz.burstLead + time.Minute
+	}
+	return sz.watchdog
 }
 
 // stuckAt describes where the goroutine running the workload waits: its
@@ -294,14 +303,14 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 					continue // no API, or it failed: do not try again
 				}
 				t0 := time.Now()
-				res, err := runOne(exe, im.id, p, quick, sz.childTimeout, leads[r])
+				res, err := runOne(exe, im.id, p, quick, sz, leads[r])
 				if err != nil && strings.HasPrefix(err.Error(), errSpread) {
 					// Scheduling the burst outlasted its lead: give this
 					// implementation three times the lead from now on.
 					leads[r] = 3 * max(leads[r], sz.burstLead)
 					fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-10s %-24s %s; again with a %v lead\n",
 						k+1, reps, p.Workload, paramName(p), im.label, err, leads[r])
-					res, err = runOne(exe, im.id, p, quick, sz.childTimeout, leads[r])
+					res, err = runOne(exe, im.id, p, quick, sz, leads[r])
 				}
 				status := "ok"
 				if err != nil {
@@ -336,7 +345,12 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 }
 
 // runOne runs one workload on one implementation in a child process.
-func runOne(exe, implID string, p planned, quick bool, timeout, lead time.Duration) (childResult, error) {
+func runOne(exe, implID string, p planned, quick bool, sz sizes, lead time.Duration) (childResult, error) {
+	if lead > 0 {
+		sz.burstLead = lead
+	}
+	// The child's watchdog ends a stuck workload; this ends a stuck child.
+	timeout := watchdogFor(p.Workload, sz) + time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	args := []string{"-child", "-impl", implID, "-workload", p.Workload, "-param", strconv.Itoa(p.Param)}

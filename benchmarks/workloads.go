@@ -28,8 +28,7 @@ type sizes struct {
 	heartbeats   int
 	period       time.Duration // of the heartbeats
 	heartbeatWin time.Duration
-	watchdog     time.Duration // one workload in a child, at most
-	childTimeout time.Duration // one child process, at most
+	watchdog     time.Duration // one workload in a child, at most (see watchdogFor)
 }
 
 var fullSizes = sizes{
@@ -39,7 +38,7 @@ var fullSizes = sizes{
 	idleWindow: 2 * time.Second, idlePending: 1_000_000,
 	late: 200_000, lateSpread: time.Second,
 	conns: 10_000, heartbeats: 10_000, period: 100 * time.Millisecond, heartbeatWin: 2 * time.Second,
-	watchdog: 30 * time.Second, childTimeout: 2 * time.Minute,
+	watchdog: 30 * time.Second,
 }
 
 var quickSizes = sizes{
@@ -49,7 +48,7 @@ var quickSizes = sizes{
 	idleWindow: 200 * time.Millisecond, idlePending: 10_000,
 	late: 2_000, lateSpread: 100 * time.Millisecond,
 	conns: 100, heartbeats: 100, period: 50 * time.Millisecond, heartbeatWin: 200 * time.Millisecond,
-	watchdog: 10 * time.Second, childTimeout: 30 * time.Second,
+	watchdog: 10 * time.Second,
 }
 
 // childResult is what a child process prints, as JSON, for the driver.
