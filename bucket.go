@@ -3,6 +3,7 @@ package hashedwheel
 import (
 	"math"
 	"math/bits"
+	"sync/atomic"
 )
 
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
@@ -47,7 +48,9 @@ func newWheel(n int) []bucket {
 
 // add appends to to the bucket.
 func (b *bucket) add(to *Timeout) {
-	b.minDeadline = min(b.minDeadline, to.deadline)
+	// A Reset to an earlier deadline after this load goes through the
+	// changes queue, which lowers minDeadline again.
+	b.minDeadline = min(b.minDeadline, atomic.LoadInt64(&to.deadline))
 	if b.tail == nil {
 		b.head = to
 	} else {

@@ -320,14 +320,10 @@ func (t *Timer) transfer(to *Timeout) {
 func (t *Timer) rearm(to *Timeout) {
 	t.running.remove(to)
 	p := to.task.(*periodicTask)
+	// expire advanced the deadline by a period when it handed the run out.
 	next := atomic.LoadInt64(&to.deadline)
-	if next <= math.MaxInt64-p.period {
-		next += p.period
-		if behind := t.elapsed() - next; behind >= p.period {
-			next += behind / p.period * p.period
-		}
-	} else {
-		next = math.MaxInt64
+	if behind := t.elapsed() - next; behind >= p.period && next != math.MaxInt64 {
+		next += behind / p.period * p.period
 	}
 	// Reset returns false while stRunning is set, so the worker alone
 	// writes the deadline now.
@@ -428,6 +424,14 @@ func (t *Timer) expire(to *Timeout, s int32) bool {
 	}
 	t.unlink(to)
 	if periodic {
+		// Deadline reports the next run from now on. Reset returns false
+		// while stRunning is set, so the worker alone writes it.
+		period := to.task.(*periodicTask).period
+		if next := atomic.LoadInt64(&to.deadline); next <= math.MaxInt64-period {
+			atomic.StoreInt64(&to.deadline, next+period)
+		} else {
+			atomic.StoreInt64(&to.deadline, math.MaxInt64)
+		}
 		t.running.add(to)
 	} else {
 		t.pendingFor(to).Add(-1)
