@@ -236,9 +236,12 @@ func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
 	var r region
 	r.begin()
 	deadline := time.Now().Add(lead)
-	for range n {
+	for i := range n {
 		if _, err := w.schedule(time.Until(deadline), task); err != nil {
 			return nil, err
+		}
+		if i%1024 == 0 && time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: only %d of %d timeouts were scheduled by their deadline", errSpread, i+1, n)
 		}
 	}
 	if over := time.Since(deadline); over > 0 {
