@@ -304,9 +304,10 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 				}
 				t0 := time.Now()
 				res, err := runOne(exe, im.id, p, quick, sz, leads[r])
-				if err != nil && strings.HasPrefix(err.Error(), errSpread) {
+				for try := 0; try < 2 && err != nil && strings.HasPrefix(err.Error(), errSpread); try++ {
 					// Scheduling the burst outlasted its lead: give this
-					// implementation three times the lead from now on.
+					// implementation three times the lead from now on, twice
+					// at most.
 					leads[r] = 3 * max(leads[r], sz.burstLead)
 					fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-10s %-24s %s; again with a %v lead\n",
 						k+1, reps, p.Workload, paramName(p), im.label, err, leads[r])

@@ -362,7 +362,7 @@ func markdown(rep *Report) string {
 			{title: "CPU ns per timeout", metric: "cpu_ns_timeout", param: p},
 			{title: "lead, ms", metric: "lead_ms", param: p},
 		}, nil)
-		b.WriteString("\nThe lead is raised to three times for an implementation whose scheduling of the burst outlasted it.\n")
+		b.WriteString("\nThe lead is tripled, at most twice, for an implementation whose scheduling of the burst outlasted it.\n")
 		b.WriteString("\n")
 	}
 
