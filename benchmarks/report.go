@@ -191,15 +191,6 @@ func num(v float64, prec int) string {
 	return s
 }
 
-func (rep *Report) label(id string) string {
-	for _, im := range rep.Impls {
-		if im.ID == id {
-			return im.Label
-		}
-	}
-	return id
-}
-
 // summary is the short table of the README and of the top of
 // benchmarks.md: one row per implementation, the figures users notice.
 func (rep *Report) summary() string {
