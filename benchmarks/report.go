@@ -399,7 +399,7 @@ func markdown(rep *Report) string {
 			{title: "wall ns/op", metric: "wall_ns_op", param: p},
 			{title: "allocs/op", metric: "allocs_op", param: p, prec: 1},
 		}, func(im ImplInfo) string { return im.RearmAPI })
-		b.WriteString("\nhashedwheel's `Reset` to a later deadline only rewrites it; its worker moves the timeout to its new bucket when it next visits the old one, once per timeout and turn of the wheel rather than once per `Reset`, which falls outside the timed region. rfyiamcool's `Timer.Reset` marks the old task stopped and schedules a new one, so the stopped ones stay in the wheel until their old deadline.\n\n")
+		b.WriteString("\nhashedwheel's `Reset` to a later deadline only rewrites it; its worker moves the timeout to its new bucket when it next visits the old one, once per timeout and turn of the wheel rather than once per `Reset`, which falls outside the timed region. rfyiamcool's `Timer.Reset` marks the old task stopped and schedules a new one, so the stopped ones stay in the wheel until it next reaches their bucket.\n\n")
 	}
 
 	if rep.has("heartbeat") {
