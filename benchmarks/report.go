@@ -460,8 +460,8 @@ func updateReadme(path string, rep *Report) error {
 		return fmt.Errorf("%s has no %q ... %q markers", path, readmeBegin, readmeEnd)
 	}
 	m := rep.Meta
-	body := fmt.Sprintf("%s\n%s\nMedians of %d runs on %s, %d cores, %s, %s; `%s`.\n",
-		readmeBegin, rep.summary(), m.Reps, m.CPU, m.Cores, m.Go, m.Date, m.Command)
+	body := fmt.Sprintf("%s\n%s\nMedians of %d runs on %s, %d cores, %s, %s, with a load average of %s to %s from other programs; `%s`.\n",
+		readmeBegin, rep.summary(), m.Reps, m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, m.Command)
 	s = s[:i] + body + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }
