@@ -78,7 +78,7 @@ var impls = []impl{
 	{
 		id: hashedwheelID, label: "hashedwheel", module: "github.com/hashedwheel/hashedwheel",
 		newer:    newHashedwheel,
-		rearmAPI: "Timeout.Reset", heartbeatAPI: "Timer.Every",
+		rearmAPI: "Timeout.Reset", heartbeatAPI: "Timer.Every", contextAPI: "Timer.WithTimeout",
 	},
 	{
 		id: stdlibID, label: "time.AfterFunc",
@@ -118,7 +118,7 @@ func implByID(id string) (impl, error) {
 }
 
 // hashedwheel: NewTimer with the bench tick and buckets; AfterFunc and
-// Cancel; Timeout.Reset; Every; Stats().Wakeups.
+// Cancel; Timeout.Reset; Every; WithTimeout; Stats().Wakeups.
 
 type hwWheel struct{ tm *hashedwheel.Timer }
 
@@ -193,6 +193,10 @@ func (w hwWheel) every(period time.Duration, f func()) (func(), error) {
 }
 
 func (w hwWheel) wakeups() uint64 { return w.tm.Stats().Wakeups }
+
+func (w hwWheel) withTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return w.tm.WithTimeout(parent, d)
+}
 
 // stdlib: time.AfterFunc and Timer.Stop; Timer.Reset; context.WithTimeout.
 

@@ -179,6 +179,7 @@ func plan(sz sizes) []planned {
 		planned{"rearm", sz.conns},
 		planned{"heartbeat", sz.heartbeats},
 		planned{"context", 0},
+		planned{"context", 1},
 	)
 }
 
@@ -444,6 +445,8 @@ func paramName(p planned) string {
 		return "pending=" + count(p.Param)
 	case "schedcancel-parallel":
 		return fmt.Sprintf("goroutines=%d", p.Param)
+	case "context":
+		return []string{"parent=bg", "serving"}[min(p.Param, 1)]
 	}
 	return ""
 }

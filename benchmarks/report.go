@@ -417,16 +417,25 @@ func markdown(rep *Report) string {
 	}
 
 	if rep.has("context") {
-		fmt.Fprintf(&b, "## Request-deadline contexts\n\nA context with a deadline %v away, from `context.Background()`, made and cancelled %s times on one goroutine.\n\n",
+		fmt.Fprintf(&b, "## Request-deadline contexts\n\nA context with a deadline %v away, made and cancelled %s times on one goroutine: from `context.Background()`, and as in a server, from a cancellable parent with `Done()` read once (a select with a default case) before cancel.\n\n",
 			cancelDelay, num(float64(sz.Ops), 0))
-		rep.table(&b, "context", []column{
-			{title: "CPU ns/op", metric: "cpu_ns_op"},
-			{title: "× context.WithTimeout", metric: "cpu_ns_op", ratio: true},
-			{title: "wall ns/op", metric: "wall_ns_op"},
-			{title: "allocs/op", metric: "allocs_op", prec: 1},
-			{title: "bytes/op", metric: "bytes_op"},
-		}, func(im ImplInfo) string { return im.ContextAPI })
-		b.WriteString("\n")
+		for _, v := range []struct {
+			param int
+			name  string
+		}{{0, "From context.Background():"}, {1, "From a cancellable parent, Done read once:"}} {
+			if rep.get(stdlibID, "context", v.param) == nil {
+				continue
+			}
+			b.WriteString(v.name + "\n\n")
+			rep.table(&b, "context", []column{
+				{title: "CPU ns/op", metric: "cpu_ns_op", param: v.param},
+				{title: "× context.WithTimeout", metric: "cpu_ns_op", param: v.param, ratio: true},
+				{title: "wall ns/op", metric: "wall_ns_op", param: v.param},
+				{title: "allocs/op", metric: "allocs_op", param: v.param, prec: 1},
+				{title: "bytes/op", metric: "bytes_op", param: v.param},
+			}, func(im ImplInfo) string { return im.ContextAPI })
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }

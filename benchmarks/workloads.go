@@ -110,7 +110,7 @@ func runWorkload(im impl, workload string, param int, sz sizes) (childResult, er
 		if !ok {
 			return res, errNoAPI
 		}
-		res.Metrics, err = contexts(w, c, sz.ops)
+		res.Metrics, err = contexts(w, c, sz.ops, param == 1)
 	default:
 		err = fmt.Errorf("unknown -workload %q", workload)
 	}
@@ -420,14 +420,29 @@ func heartbeat(p periodic, n int, period, window time.Duration) (map[string]floa
 }
 
 // contexts makes a request-deadline context 30s away and cancels it, ops
-// times, on one goroutine.
-func contexts(w wheel, c contexter, ops int) (map[string]float64, error) {
+// times, on one goroutine. With serving, as in a server, the parent is a
+// cancellable context (the connection's) and the work reads Done once, as
+// any select on it does; otherwise the parent is context.Background() and
+// Done is never read.
+func contexts(w wheel, c contexter, ops int, serving bool) (map[string]float64, error) {
 	settle()
 	parent := context.Background()
+	if serving {
+		var cancelParent context.CancelFunc
+		parent, cancelParent = context.WithCancel(parent)
+		defer cancelParent()
+	}
 	var r region
 	r.begin()
 	for range ops {
-		_, cancel := c.withTimeout(parent, cancelDelay)
+		ctx, cancel := c.withTimeout(parent, cancelDelay)
+		if serving {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err() // not due for 30s
+			default:
+			}
+		}
 		cancel()
 	}
 	err := w.flush(ops, time.Since(r.t0))
