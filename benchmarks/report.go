@@ -117,20 +117,42 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 			b.WriteString(" " + rep.cell(im.ID, workload, c) + " |")
 		}
 		b.WriteString("\n")
+		// A repetition that failed after others ran: the medians are of
+		// fewer repetitions, and the later ones were not tried.
+		seen := map[int]bool{}
+		for _, c := range cols {
+			if r := rep.get(im.ID, workload, c.param); r != nil && r.Median != nil && r.Error != "" && !seen[c.param] {
+				seen[c.param] = true
+				what := ""
+				if !sameParam(cols) {
+					what = " (" + paramName(planned{workload, c.param}) + ")"
+				}
+				notes = append(notes, fmt.Sprintf("%s%s: the median of %d of %d repetitions; the next %s.",
+					im.Label, what, len(r.Reps), rep.Meta.Reps, r.Error))
+			}
+		}
 	}
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
 	}
 }
 
+// sameParam reports whether all columns show one parameter of the workload.
+func sameParam(cols []column) bool {
+	for _, c := range cols[1:] {
+		if c.param != cols[0].param {
+			return false
+		}
+	}
+	return true
+}
+
 // whyNot returns why impl has no figures for the workload at the columns'
 // parameter, if all columns share one and it has none: "no API" or the
 // error; "" if it has figures.
 func (rep *Report) whyNot(impl, workload string, cols []column) string {
-	for _, c := range cols[1:] {
-		if c.param != cols[0].param {
-			return ""
-		}
+	if !sameParam(cols) {
+		return ""
 	}
 	r := rep.get(impl, workload, cols[0].param)
 	if r == nil {

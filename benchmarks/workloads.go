@@ -38,7 +38,7 @@ var fullSizes = sizes{
 	idleWindow: 2 * time.Second, idlePending: 1_000_000,
 	late: 200_000, lateSpread: time.Second,
 	conns: 10_000, heartbeats: 10_000, period: 100 * time.Millisecond, heartbeatWin: 2 * time.Second,
-	watchdog: 30 * time.Second,
+	watchdog: time.Minute,
 }
 
 var quickSizes = sizes{
