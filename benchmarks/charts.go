@@ -150,9 +150,11 @@ func latenessCDFChart(path string, rep *Report) error {
 		p.Add(line)
 		p.Legend.Add(fmt.Sprintf("%s: %s early", im.Label, num(r.Median["early"], 0)), line)
 	}
-	p.Legend.Top = false
-	p.Legend.Left = false
-	p.Legend.YOffs = vg.Points(20)
+	// Top left: early runs are few, so the lines stay low there.
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = -vg.Points(8)
 	// After Add, which widens the axes to the data.
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = 0, 1
