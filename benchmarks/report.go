@@ -1,0 +1,498 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+)
+
+// Files written next to benchmarks.json.
+const (
+	costChart     = "benchmarks-cost-per-op.png"
+	latenessChart = "benchmarks-lateness.png"
+	idleChart     = "benchmarks-idle.png"
+)
+
+// The README's summary sits between these markers; -readme rewrites it.
+const (
+	readmeBegin = "<!-- benchmarks summary: begin (written by benchmarks/, do not edit) -->"
+	readmeEnd   = "<!-- benchmarks summary: end -->"
+)
+
+// get returns the result of impl on the workload with param, or nil.
+func (rep *Report) get(impl, workload string, param int) *Result {
+	for _, r := range rep.Results {
+		if r.Impl == impl && r.Workload == workload && r.Param == param {
+			return r
+		}
+	}
+	return nil
+}
+
+// value returns a median figure, and false if there is none.
+func (rep *Report) value(impl, workload string, param int, metric string) (float64, bool) {
+	r := rep.get(impl, workload, param)
+	if r == nil || r.Median == nil {
+		return 0, false
+	}
+	v, ok := r.Median[metric]
+	return v, ok
+}
+
+func (rep *Report) param(workload string) int {
+	for _, p := range rep.Plan {
+		if p.Workload == workload {
+			return p.Param
+		}
+	}
+	return 0
+}
+
+func (rep *Report) has(workload string) bool {
+	for _, p := range rep.Plan {
+		if p.Workload == workload {
+			return true
+		}
+	}
+	return false
+}
+
+// column is one column of a table: a median figure, or its ratio to the
+// standard library's.
+type column struct {
+	title  string
+	metric string
+	param  int
+	// ratio makes the column the figure's ratio to the standard library's.
+	ratio bool
+	prec  int
+}
+
+// table writes one row per implementation. A row whose result failed or has
+// no API says so instead.
+func (rep *Report) table(b *strings.Builder, workload string, cols []column, api func(ImplInfo) string) {
+	b.WriteString("| implementation |")
+	if api != nil {
+		b.WriteString(" API |")
+	}
+	for _, c := range cols {
+		b.WriteString(" " + c.title + " |")
+	}
+	b.WriteString("\n|---|")
+	if api != nil {
+		b.WriteString("---|")
+	}
+	for range cols {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
+	var notes []string
+	for _, im := range rep.Impls {
+		fmt.Fprintf(b, "| %s |", im.Label)
+		if api != nil {
+			a := api(im)
+			if a == "" {
+				a = "no API"
+			}
+			fmt.Fprintf(b, " %s |", a)
+		}
+		// A row that did not run says why once, not in every column.
+		if why := rep.whyNot(im.ID, workload, cols); why != "" {
+			switch {
+			case why != errNoAPI.Error():
+				notes = append(notes, fmt.Sprintf("%s: %s.", im.Label, why))
+				why = "failed, see below"
+			case api != nil:
+				why = "–"
+			}
+			b.WriteString(" " + why + " |")
+			for range cols[1:] {
+				b.WriteString(" |")
+			}
+			b.WriteString("\n")
+			continue
+		}
+		for _, c := range cols {
+			b.WriteString(" " + rep.cell(im.ID, workload, c) + " |")
+		}
+		b.WriteString("\n")
+		// A repetition that failed after others ran: the medians are of
+		// fewer repetitions, and the later ones were not tried.
+		seen := map[int]bool{}
+		for _, c := range cols {
+			if r := rep.get(im.ID, workload, c.param); r != nil && r.Median != nil && r.Error != "" && !seen[c.param] {
+				seen[c.param] = true
+				what := ""
+				if !sameParam(cols) {
+					what = " (" + paramName(planned{workload, c.param}) + ")"
+				}
+				notes = append(notes, fmt.Sprintf("%s%s: the median of %d of %d repetitions; the next %s.",
+					im.Label, what, len(r.Reps), rep.Meta.Reps, r.Error))
+			}
+		}
+	}
+	for _, n := range notes {
+		b.WriteString("\n" + n + "\n")
+	}
+}
+
+// sameParam reports whether all columns show one parameter of the workload.
+func sameParam(cols []column) bool {
+	for _, c := range cols[1:] {
+		if c.param != cols[0].param {
+			return false
+		}
+	}
+	return true
+}
+
+// whyNot returns why impl has no figures for the workload at the columns'
+// parameter, if all columns share one and it has none: "no API" or the
+// error; "" if it has figures.
+func (rep *Report) whyNot(impl, workload string, cols []column) string {
+	if !sameParam(cols) {
+		return ""
+	}
+	r := rep.get(impl, workload, cols[0].param)
+	if r == nil {
+		return "not run"
+	}
+	if r.Median == nil {
+		return r.Error
+	}
+	return ""
+}
+
+func (rep *Report) cell(impl, workload string, c column) string {
+	r := rep.get(impl, workload, c.param)
+	if r == nil {
+		return "not run"
+	}
+	if r.Median == nil {
+		if r.Error == errNoAPI.Error() {
+			return "no API"
+		}
+		return "failed"
+	}
+	v, ok := r.Median[c.metric]
+	if !ok {
+		return "n/a"
+	}
+	if !c.ratio {
+		return num(v, c.prec)
+	}
+	base, ok := rep.value(stdlibID, workload, c.param, c.metric)
+	if !ok || base == 0 {
+		return "n/a"
+	}
+	return num(v/base, 2) + "×"
+}
+
+// num formats v with prec decimals, with thousands separated by commas.
+func num(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	s := fmt.Sprintf("%.*f", prec, math.Abs(v))
+	intPart, frac, _ := strings.Cut(s, ".")
+	var out []byte
+	for i := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, intPart[i])
+	}
+	s = string(out)
+	if frac != "" {
+		s += "." + frac
+	}
+	if v < 0 && strings.Trim(s, "0.,") != "" {
+		s = "−" + s
+	}
+	return s
+}
+
+// summary is the short table of the README and of the top of
+// benchmarks.md: one row per implementation, the figures users notice.
+func (rep *Report) summary() string {
+	var b strings.Builder
+	var cols []column
+	if rep.has("schedcancel") {
+		cols = append(cols,
+			column{title: "schedule+cancel, CPU ns", metric: "cpu_ns_op"},
+			column{title: "vs stdlib", metric: "cpu_ns_op", ratio: true})
+	}
+	if rep.has("memory") {
+		cols = append(cols, column{title: "bytes per pending timeout", metric: "bytes_per_timeout", param: rep.param("memory")})
+	}
+	if rep.has("burst") {
+		cols = append(cols, column{title: fmt.Sprintf("%s due at once: last run after, ms", count(rep.Sizes.Burst)),
+			metric: "ms_to_last", param: rep.param("burst")})
+	}
+	if rep.has("idle") {
+		cols = append(cols, column{title: "idle: wake-ups/s", metric: "wakeups_per_s", prec: 1})
+	}
+	if rep.has("lateness") {
+		cols = append(cols,
+			column{title: "lateness p99, ms", metric: "p99_ms", param: rep.param("lateness"), prec: 1},
+			column{title: fmt.Sprintf("early runs of %s", num(float64(rep.Sizes.Late), 0)), metric: "early", param: rep.param("lateness")})
+	}
+	// The summary mixes workloads; give each column its own.
+	workloadOf := map[string]string{
+		"cpu_ns_op": "schedcancel", "bytes_per_timeout": "memory", "ms_to_last": "burst",
+		"wakeups_per_s": "idle", "p99_ms": "lateness", "early": "lateness",
+	}
+	b.WriteString("| implementation |")
+	for _, c := range cols {
+		b.WriteString(" " + c.title + " |")
+	}
+	b.WriteString("\n|---|")
+	for range cols {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
+	for _, im := range rep.Impls {
+		fmt.Fprintf(&b, "| %s |", im.Label)
+		for _, c := range cols {
+			b.WriteString(" " + rep.cell(im.ID, workloadOf[c.metric], c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func markdown(rep *Report) string {
+	var b strings.Builder
+	m := rep.Meta
+	sz := rep.Sizes
+	b.WriteString("# Benchmarks: hashedwheel, the standard library and other Go timer wheels\n\n")
+	b.WriteString("Written by the command below from one run of the current code; nothing here is edited by hand.\n")
+	b.WriteString("Every figure, with each repetition, is in [benchmarks.json](benchmarks.json).\n\n")
+	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", m.Command)
+	fmt.Fprintf(&b, "- Date: %s; the run took %.0f s.\n", m.Date, m.Seconds)
+	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s. Load average (1 min) %s at the start, %s at the end: other programs ran beside it, so tails (p99, max) and wall times are noisy; compare rows within a table, not runs.\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.OSArch, m.LoadStart, m.LoadEnd)
+	fmt.Fprintf(&b, "- Go: %s.", m.Go)
+	if m.Commit != "" {
+		fmt.Fprintf(&b, " hashedwheel at commit %s.", m.Commit)
+	}
+	b.WriteString("\n")
+	if m.Quick {
+		b.WriteString("- **Quick mode**: tiny sizes, to check that everything runs. These figures mean little.\n")
+	}
+	fmt.Fprintf(&b, "- Each cell is the median of %d repetitions. Each repetition of each workload on each implementation ran in a fresh process, and the implementations took turns: each workload ran on all of them before the next, in an order that turned every repetition.\n", m.Reps)
+	fmt.Fprintf(&b, "- Every wheel ran with a %v tick and, where it has the setting, %d buckets (antlabs/timer's tick is fixed at 10ms). A ratio (×) is the figure divided by the standard library's in the same table.\n\n", msDur(sz.TickMS), sz.Buckets)
+
+	b.WriteString("## Summary\n\n")
+	b.WriteString(rep.summary())
+	b.WriteString("\n")
+
+	b.WriteString("## Implementations\n\n")
+	b.WriteString("| implementation | module | version | re-arm | heartbeat | request-deadline context |\n|---|---|---|---|---|---|\n")
+	for _, im := range rep.Impls {
+		mod := im.Module
+		if mod == "" {
+			mod = "standard library"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", im.Label, mod, im.Version,
+			apiOr(im.RearmAPI), apiOr(im.HeartbeatAPI), apiOr(im.ContextAPI))
+	}
+	b.WriteString("\nHow each is driven (benchmarks/impls.go): schedule is the implementation's one-shot call with a function " +
+		"(hashedwheel `AfterFunc`, `time.AfterFunc`, RussellLuo `AfterFunc`, go-zero `SetTimer`, antlabs `AfterFunc`, " +
+		"rfyiamcool `Add`) and cancel its counterpart (`Cancel`, `Stop`, `Stop`, `RemoveTimer`, `Stop`, `Remove`). " +
+		"go-zero needs a comparable key per timer: the harness uses a pointer to a 16-byte struct holding the function, " +
+		"which its figures include; it rejects delays <= 0, which the harness passes as 1ns (go-zero raises every delay " +
+		"under a tick to one tick). rfyiamcool/go-timewheel starts a default wheel with a 1s tick in its package init; " +
+		"the harness stops it in every process, so it adds nothing to anyone's figures.\n\n")
+
+	b.WriteString("## Method\n\n")
+	b.WriteString("- **CPU** is getrusage(RUSAGE_SELF), user plus system, of the whole process: it counts the implementation's own goroutines, the goroutines it starts, and the garbage collector. Where an implementation hands calls to a goroutine of its own (hashedwheel's worker, go-zero's loop), the timed region ends only once that goroutine has processed them.\n")
+	b.WriteString("- **Wake-ups** are the process's voluntary context switches (getrusage ru_nvcsw): each time one of its threads went to sleep, which it does once per wake-up. The measuring goroutine's own sleep adds a few per window; the standard library's row, a process with nothing to do, shows that floor. hashedwheel also reports its worker's own count (`Stats().Wakeups`) where it has it.\n")
+	b.WriteString("- **Live bytes** are `runtime.MemStats.HeapAlloc` after a forced GC, with the timeouts pending minus before them; the handles are kept in a slice made before the baseline. **GC** is the wall and CPU time of one more `runtime.GC()` with them pending.\n")
+	b.WriteString("- **Lateness** is the time a task ran minus the time it was meant for: `time.Now()` just before it was scheduled, plus its delay. A negative lateness is an **early run**: the task ran before the delay it was given had passed.\n\n")
+
+	if rep.has("schedcancel") || rep.has("schedcancel-parallel") {
+		fmt.Fprintf(&b, "## Schedule and cancel\n\nA timeout %v away, scheduled and cancelled %s times, on one goroutine and on %d goroutines (the machine has %d cores).\n\n",
+			cancelDelay, num(float64(sz.Ops), 0), sz.Goroutines, m.Cores)
+		for _, w := range []string{"schedcancel", "schedcancel-parallel"} {
+			if !rep.has(w) {
+				continue
+			}
+			p := rep.param(w)
+			if w == "schedcancel" {
+				b.WriteString("One goroutine:\n\n")
+			} else {
+				fmt.Fprintf(&b, "\n%d goroutines:\n\n", p)
+			}
+			rep.table(&b, w, []column{
+				{title: "CPU ns/op", metric: "cpu_ns_op", param: p},
+				{title: "× stdlib", metric: "cpu_ns_op", param: p, ratio: true},
+				{title: "wall ns/op", metric: "wall_ns_op", param: p},
+				{title: "× stdlib", metric: "wall_ns_op", param: p, ratio: true},
+				{title: "allocs/op", metric: "allocs_op", param: p, prec: 1},
+				{title: "bytes/op", metric: "bytes_op", param: p},
+			}, nil)
+		}
+		b.WriteString("\n")
+	}
+
+	if rep.has("pending") {
+		fmt.Fprintf(&b, "## Cost per operation against pending count\n\nThe schedule-and-cancel of above, %s times on one goroutine, with that many timeouts already pending an hour away (spread over every bucket). CPU ns per operation, and its ratio to `time.AfterFunc` at the same count.\n\n",
+			num(float64(sz.PendingOps), 0))
+		var cols []column
+		for _, n := range sz.Pendings {
+			cols = append(cols,
+				column{title: count(n), metric: "cpu_ns_op", param: n},
+				column{title: "×", metric: "cpu_ns_op", param: n, ratio: true})
+		}
+		rep.table(&b, "pending", cols, nil)
+		fmt.Fprintf(&b, "\n![CPU per schedule-and-cancel against pending count](%s)\n\n", costChart)
+	}
+
+	if rep.has("memory") {
+		p := rep.param("memory")
+		fmt.Fprintf(&b, "## Memory and garbage collection\n\n%s timeouts pending an hour away.\n\n", count(p))
+		rep.table(&b, "memory", []column{
+			{title: "live bytes per timeout", metric: "bytes_per_timeout", param: p},
+			{title: "× stdlib", metric: "bytes_per_timeout", param: p, ratio: true},
+			{title: "one forced GC, ms", metric: "gc_ms", param: p, prec: 1},
+			{title: "× stdlib", metric: "gc_ms", param: p, ratio: true},
+			{title: "its CPU, ms", metric: "gc_cpu_ms", param: p, prec: 1},
+		}, nil)
+		b.WriteString("\n")
+	}
+
+	if rep.has("burst") {
+		p := rep.param("burst")
+		fmt.Fprintf(&b, "## A burst due at once\n\n%s timeouts, all due at one moment %v after the first was scheduled. Times from that deadline; a negative one is before it.\n\n",
+			count(p), msDur(sz.BurstLeadMS))
+		rep.table(&b, "burst", []column{
+			{title: "to the last run, ms", metric: "ms_to_last", param: p, prec: 1},
+			{title: "× stdlib", metric: "ms_to_last", param: p, ratio: true},
+			{title: "to the first run, ms", metric: "ms_to_first", param: p, prec: 1},
+			{title: "early runs", metric: "early", param: p},
+			{title: "CPU ns per timeout", metric: "cpu_ns_timeout", param: p},
+			{title: "lead, ms", metric: "lead_ms", param: p},
+		}, nil)
+		b.WriteString("\nThe lead is tripled, at most twice, for an implementation whose scheduling of the burst outlasted it.\n")
+		b.WriteString("\n")
+	}
+
+	if rep.has("idle") {
+		fmt.Fprintf(&b, "## Idle\n\nA started implementation with nothing due for %v: first with nothing pending, then with %s timeouts pending an hour away. CPU of the whole process per second, and wake-ups per second (see Method).\n\n",
+			msDur(sz.IdleWindowMS), count(sz.IdlePending))
+		cols := []column{
+			{title: "CPU ms/s, pending 0", metric: "cpu_ms_per_s", prec: 2},
+			{title: "wake-ups/s, pending 0", metric: "wakeups_per_s", prec: 1},
+			{title: "CPU ms/s, pending " + count(sz.IdlePending), metric: "cpu_ms_per_s", param: sz.IdlePending, prec: 2},
+			{title: "wake-ups/s, pending " + count(sz.IdlePending), metric: "wakeups_per_s", param: sz.IdlePending, prec: 1},
+		}
+		if _, ok := rep.value(hashedwheelID, "idle", 0, "stats_wakeups_per_s"); ok {
+			cols = append(cols,
+				column{title: "Stats().Wakeups/s, pending 0", metric: "stats_wakeups_per_s", prec: 1},
+				column{title: "Stats().Wakeups/s, pending " + count(sz.IdlePending), metric: "stats_wakeups_per_s", param: sz.IdlePending, prec: 1})
+		}
+		rep.table(&b, "idle", cols, nil)
+		fmt.Fprintf(&b, "\n![Idle CPU per second](%s)\n\n", idleChart)
+	}
+
+	if rep.has("lateness") {
+		p := rep.param("lateness")
+		fmt.Fprintf(&b, "## Lateness\n\n%s timeouts with delays spread evenly over %v, all scheduled from one goroutine as fast as it can. Lateness in ms (negative: early); early runs are those that ran before their delay had passed.\n\n",
+			num(float64(p), 0), msDur(sz.LateSpreadMS))
+		rep.table(&b, "lateness", []column{
+			{title: "p50", metric: "p50_ms", param: p, prec: 2},
+			{title: "p99", metric: "p99_ms", param: p, prec: 2},
+			{title: "max", metric: "max_ms", param: p, prec: 2},
+			{title: "min", metric: "min_ms", param: p, prec: 2},
+			{title: "early runs", metric: "early", param: p},
+		}, nil)
+		fmt.Fprintf(&b, "\n![Lateness distribution, early runs marked](%s)\n\n", latenessChart)
+	}
+
+	if rep.has("rearm") {
+		p := rep.param("rearm")
+		fmt.Fprintf(&b, "## Re-arm per activity\n\n%s connections each keep an idle timer %v away; each activity re-arms one of them to %v from now, %s times, on one goroutine, with the implementation's call that moves a pending timer (no API: it has none; cancel and schedule again is the schedule-and-cancel above).\n\n",
+			num(float64(p), 0), cancelDelay, cancelDelay, num(float64(sz.Ops), 0))
+		rep.table(&b, "rearm", []column{
+			{title: "CPU ns/op", metric: "cpu_ns_op", param: p},
+			{title: "× time.Timer.Reset", metric: "cpu_ns_op", param: p, ratio: true},
+			{title: "wall ns/op", metric: "wall_ns_op", param: p},
+			{title: "allocs/op", metric: "allocs_op", param: p, prec: 1},
+		}, func(im ImplInfo) string { return im.RearmAPI })
+		b.WriteString("\nhashedwheel's `Reset` to a later deadline only rewrites it; its worker moves the timeout to its new bucket when it next visits the old one, once per timeout and turn of the wheel rather than once per `Reset`, which falls outside the timed region. rfyiamcool's `Timer.Reset` marks the old task stopped and schedules a new one, so the stopped ones stay in the wheel until it next reaches their bucket.\n\n")
+	}
+
+	if rep.has("heartbeat") {
+		p := rep.param("heartbeat")
+		fmt.Fprintf(&b, "## Heartbeat\n\n%s periodic tasks every %v, started evenly over one period, measured for %v after two periods; each run only counts itself.\n\n",
+			num(float64(p), 0), msDur(sz.PeriodMS), msDur(sz.HeartbeatMS))
+		rep.table(&b, "heartbeat", []column{
+			{title: "CPU ms/s", metric: "cpu_ms_per_s", param: p, prec: 1},
+			{title: "× stdlib", metric: "cpu_ms_per_s", param: p, ratio: true},
+			{title: "CPU ns per run", metric: "cpu_ns_run", param: p},
+			{title: "runs/s", metric: "runs_per_s", param: p},
+			{title: "expected runs/s", metric: "expected_runs_per_s", param: p},
+		}, func(im ImplInfo) string { return im.HeartbeatAPI })
+		b.WriteString("\n")
+	}
+
+	if rep.has("context") {
+		fmt.Fprintf(&b, "## Request-deadline contexts\n\nA context with a deadline %v away, made and cancelled %s times on one goroutine: from `context.Background()`, and as in a server, from a cancellable parent with `Done()` read once (a select with a default case) before cancel.\n\n",
+			cancelDelay, num(float64(sz.Ops), 0))
+		for _, v := range []struct {
+			param int
+			name  string
+		}{{0, "From context.Background():"}, {1, "From a cancellable parent, Done read once:"}} {
+			if rep.get(stdlibID, "context", v.param) == nil {
+				continue
+			}
+			b.WriteString(v.name + "\n\n")
+			rep.table(&b, "context", []column{
+				{title: "CPU ns/op", metric: "cpu_ns_op", param: v.param},
+				{title: "× context.WithTimeout", metric: "cpu_ns_op", param: v.param, ratio: true},
+				{title: "wall ns/op", metric: "wall_ns_op", param: v.param},
+				{title: "allocs/op", metric: "allocs_op", param: v.param, prec: 1},
+				{title: "bytes/op", metric: "bytes_op", param: v.param},
+			}, func(im ImplInfo) string { return im.ContextAPI })
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func apiOr(api string) string {
+	if api == "" {
+		return "no API"
+	}
+	return "`" + api + "`"
+}
+
+// msDur writes milliseconds as a duration: 1000 as 1s, 10 as 10ms.
+func msDur(v float64) string {
+	if v >= 1000 && math.Mod(v, 1000) == 0 {
+		return fmt.Sprintf("%gs", v/1000)
+	}
+	return fmt.Sprintf("%gms", v)
+}
+
+// updateReadme replaces the summary between the markers in the README at
+// path with the run's summary table and its date, machine and command.
+func updateReadme(path string, rep *Report) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i := strings.Index(s, readmeBegin)
+	j := strings.Index(s, readmeEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %q ... %q markers", path, readmeBegin, readmeEnd)
+	}
+	m := rep.Meta
+	body := fmt.Sprintf("%s\n%s\nMedians of %d runs on %s, %d cores, %s, %s, with a load average of %s to %s from other programs; `%s`.\n",
+		readmeBegin, rep.summary(), m.Reps, m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, m.Command)
+	s = s[:i] + body + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sizes are the workloads' parameters: full, or tiny for -quick.
+type sizes struct {
+	ops          int           // schedule+cancel, re-arm and context operations
+	goroutines   int           // of the parallel schedule+cancel
+	pendingOps   int           // schedule+cancel operations at each pending count
+	pendings     []int         // pending counts of the cost-per-op sweep
+	memory       int           // pending timeouts of the memory workload
+	burst        int           // timeouts due at once
+	burstLead    time.Duration // from the start of scheduling to their deadline
+	idleWindow   time.Duration
+	idlePending  int // timeouts an hour away in the second idle run
+	late         int // timeouts of the lateness workload,
+	lateSpread   time.Duration
+	conns        int // connections whose idle timer is re-armed
+	heartbeats   int
+	period       time.Duration // of the heartbeats
+	heartbeatWin time.Duration
+	watchdog     time.Duration // one workload in a child, at most (see watchdogFor)
+}
+
+var fullSizes = sizes{
+	ops: 1_000_000, goroutines: 8,
+	pendingOps: 500_000, pendings: []int{1e3, 1e4, 1e5, 1e6},
+	memory: 1_000_000, burst: 1_000_000, burstLead: 3 * time.Second,
+	idleWindow: 2 * time.Second, idlePending: 1_000_000,
+	late: 200_000, lateSpread: time.Second,
+	conns: 10_000, heartbeats: 10_000, period: 100 * time.Millisecond, heartbeatWin: 2 * time.Second,
+	watchdog: time.Minute,
+}
+
+var quickSizes = sizes{
+	ops: 20_000, goroutines: 8,
+	pendingOps: 10_000, pendings: []int{1e2, 1e3},
+	memory: 10_000, burst: 10_000, burstLead: 300 * time.Millisecond,
+	idleWindow: 200 * time.Millisecond, idlePending: 10_000,
+	late: 2_000, lateSpread: 100 * time.Millisecond,
+	conns: 100, heartbeats: 100, period: 50 * time.Millisecond, heartbeatWin: 200 * time.Millisecond,
+	watchdog: 10 * time.Second,
+}
+
+// childResult is what a child process prints, as JSON, for the driver.
+type childResult struct {
+	Metrics    map[string]float64 `json:"metrics"`
+	Quantiles  []float64          `json:"quantiles,omitempty"` // lateness, ms, at 0, 0.001, ..., 1
+	GOMAXPROCS int                `json:"gomaxprocs"`
+}
+
+// errNoAPI reports that an implementation has no API for a workload.
+var errNoAPI = errors.New("no API")
+
+// errSpread starts the error of a burst whose scheduling outlasted its lead,
+// so that its timeouts would not be due at once.
+const errSpread = "burst spread"
+
+// cancelDelay is the delay of timeouts that are cancelled: far enough that
+// none fires.
+const cancelDelay = 30 * time.Second
+
+func nop() {}
+
+// runWorkload runs one workload on one implementation, in this process.
+func runWorkload(im impl, workload string, param int, sz sizes) (childResult, error) {
+	w, err := im.newer()
+	if err != nil {
+		return childResult{}, err
+	}
+	res := childResult{GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	switch workload {
+	case "schedcancel":
+		res.Metrics, err = scheduleCancel(w, 1, sz.ops, 0)
+	case "schedcancel-parallel":
+		res.Metrics, err = scheduleCancel(w, sz.goroutines, sz.ops, 0)
+	case "pending":
+		res.Metrics, err = scheduleCancel(w, 1, sz.pendingOps, param)
+	case "memory":
+		res.Metrics, err = pendingMemory(w, sz.memory)
+	case "burst":
+		res.Metrics, err = burst(w, sz.burst, sz.burstLead)
+	case "idle":
+		res.Metrics, err = idle(w, param, sz.idleWindow)
+	case "lateness":
+		res.Metrics, res.Quantiles, err = lateness(w, sz.late, sz.lateSpread)
+	case "rearm":
+		r, ok := w.(rearmer)
+		if !ok {
+			return res, errNoAPI
+		}
+		res.Metrics, err = rearm(w, r, sz.conns, sz.ops)
+	case "heartbeat":
+		p, ok := w.(periodic)
+		if !ok {
+			return res, errNoAPI
+		}
+		res.Metrics, err = heartbeat(p, sz.heartbeats, sz.period, sz.heartbeatWin)
+	case "context":
+		c, ok := w.(contexter)
+		if !ok {
+			return res, errNoAPI
+		}
+		res.Metrics, err = contexts(w, c, sz.ops, param == 1)
+	default:
+		err = fmt.Errorf("unknown -workload %q", workload)
+	}
+	return res, err
+}
+
+// farDelay is the delay of the i-th of n timeouts pending far away: an hour,
+// plus i/n of one turn of a 512-bucket, 10ms wheel. They fill every bucket
+// evenly, as timeouts made over time would.
+func farDelay(i, n int) time.Duration {
+	const turn = benchBuckets * benchTick
+	return time.Hour + time.Duration(i)*turn/time.Duration(n)
+}
+
+// fillPending schedules n timeouts far away, returns their handles and waits
+// until the implementation has processed them.
+func fillPending(w wheel, n int) ([]any, error) {
+	handles := make([]any, n)
+	start := time.Now()
+	for i := range handles {
+		h, err := w.schedule(farDelay(i, n), nop)
+		if err != nil {
+			return nil, err
+		}
+		handles[i] = h
+	}
+	return handles, w.flush(n, time.Since(start))
+}
+
+// scheduleCancel schedules a timeout 30s away and cancels it, ops times, from
+// goroutines goroutines, with pending timeouts an hour away already
+// scheduled. The timed region ends when the implementation has processed
+// every call.
+func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, error) {
+	handles, err := fillPending(w, pending)
+	if err != nil {
+		return nil, err
+	}
+	settle()
+	op := func() error {
+		h, err := w.schedule(cancelDelay, nop)
+		if err != nil {
+			return err
+		}
+		w.cancel(h)
+		return nil
+	}
+	var r region
+	r.begin()
+	errs := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		n := ops / goroutines
+		if g < ops%goroutines {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				if err := op(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	err = w.flush(ops, time.Since(r.t0))
+	r.end()
+	runtime.KeepAlive(handles)
+	close(errs)
+	if e := <-errs; e != nil {
+		return nil, e
+	}
+	return r.perOp(ops), err
+}
+
+// pendingMemory reports the live heap per pending timeout, with n pending an
+// hour away, and how long one forced GC takes with them pending. The handles
+// are kept, as a user would, in a slice made before the baseline is read.
+func pendingMemory(w wheel, n int) (map[string]float64, error) {
+	handles := make([]any, n)
+	before := liveHeap()
+	start := time.Now()
+	for i := range handles {
+		h, err := w.schedule(farDelay(i, n), nop)
+		if err != nil {
+			return nil, err
+		}
+		handles[i] = h
+	}
+	if err := w.flush(n, time.Since(start)); err != nil {
+		return nil, err
+	}
+	after := liveHeap()
+	var r region
+	r.begin()
+	runtime.GC()
+	r.end()
+	runtime.KeepAlive(handles)
+	return map[string]float64{
+		"bytes_per_timeout": (float64(after) - float64(before)) / float64(n),
+		"gc_ms":             ms(r.wall),
+		"gc_cpu_ms":         ms(r.cpu),
+	}, nil
+}
+
+// burst schedules n timeouts due at one moment, lead after the start of
+// scheduling, and reports the time from that deadline to the first and to
+// the last run, and how many ran before it.
+func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
+	base := time.Now()
+	ran := make([]int64, n) // ns since base
+	var next atomic.Int64
+	done := make(chan struct{})
+	task := func() {
+		i := next.Add(1) - 1
+		ran[i] = int64(time.Since(base))
+		if i == int64(n-1) {
+			close(done)
+		}
+	}
+	settle()
+	var r region
+	r.begin()
+	deadline := time.Now().Add(lead)
+	for i := range n {
+		if _, err := w.schedule(time.Until(deadline), task); err != nil {
+			return nil, err
+		}
+		if i%1024 == 0 && time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: only %d of %d timeouts were scheduled by their deadline", errSpread, i+1, n)
+		}
+	}
+	if over := time.Since(deadline); over > 0 {
+		return nil, fmt.Errorf("%s: scheduling %d timeouts ended %v after their deadline", errSpread, n, over)
+	}
+	select {
+	case <-done:
+	case <-time.After(lead + time.Minute):
+		return nil, fmt.Errorf("%d of %d tasks ran within a minute of their deadline", next.Load(), n)
+	}
+	r.end()
+	dl := int64(deadline.Sub(base))
+	early := 0
+	for _, t := range ran {
+		if t < dl {
+			early++
+		}
+	}
+	return map[string]float64{
+		"ms_to_first":    ms(time.Duration(slices.Min(ran) - dl)),
+		"ms_to_last":     ms(time.Duration(slices.Max(ran) - dl)),
+		"early":          float64(early),
+		"cpu_ns_timeout": float64(r.cpu.Nanoseconds()) / float64(n),
+		"lead_ms":        ms(lead),
+	}, nil
+}
+
+// idle reports the process CPU per second, and the threads' wake-ups per
+// second, of a started implementation with pending timeouts an hour away
+// (none, or pending) and nothing due.
+func idle(w wheel, pending int, window time.Duration) (map[string]float64, error) {
+	handles, err := fillPending(w, pending)
+	if err != nil {
+		return nil, err
+	}
+	settle()
+	var wake0 uint64
+	wc, counts := w.(wakeCounter)
+	if counts {
+		wake0 = wc.wakeups()
+	}
+	var r region
+	r.begin()
+	time.Sleep(window)
+	r.end()
+	runtime.KeepAlive(handles)
+	secs := r.wall.Seconds()
+	m := map[string]float64{
+		"cpu_ms_per_s":  ms(r.cpu) / secs,
+		"wakeups_per_s": float64(r.nvcsw) / secs,
+	}
+	if counts {
+		m["stats_wakeups_per_s"] = float64(wc.wakeups()-wake0) / secs
+	}
+	return m, nil
+}
+
+// lateness schedules n timeouts spread evenly over spread and reports how
+// late their tasks ran against the time each was meant for (time.Now() just
+// before it was scheduled, plus its delay): quantiles, and the count of
+// early runs.
+func lateness(w wheel, n int, spread time.Duration) (map[string]float64, []float64, error) {
+	base := time.Now()
+	intended := make([]int64, n) // ns since base
+	ran := make([]int64, n)
+	var left atomic.Int64
+	left.Store(int64(n))
+	done := make(chan struct{})
+	settle()
+	for i := range n {
+		delay := time.Duration(i) * spread / time.Duration(n)
+		intended[i] = int64(time.Since(base) + delay)
+		_, err := w.schedule(delay, func() {
+			ran[i] = int64(time.Since(base))
+			if left.Add(-1) == 0 {
+				close(done)
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(spread + time.Minute):
+		return nil, nil, fmt.Errorf("%d of %d tasks ran within a minute of their deadline", int64(n)-left.Load(), n)
+	}
+	late := make([]float64, n)
+	early := 0
+	for i := range n {
+		d := ran[i] - intended[i]
+		if d < 0 {
+			early++
+		}
+		late[i] = ms(time.Duration(d))
+	}
+	slices.Sort(late)
+	q := make([]float64, 1001)
+	for i := range q {
+		q[i] = late[min(n-1, i*n/1000)]
+	}
+	return map[string]float64{
+		"min_ms": late[0],
+		"p50_ms": late[n/2],
+		"p99_ms": late[n*99/100],
+		"max_ms": late[n-1],
+		"early":  float64(early),
+	}, q, nil
+}
+
+// rearm keeps conns idle timers 30s away and re-arms one of them, in turn,
+// per activity, ops times, on one goroutine.
+func rearm(w wheel, r rearmer, conns, ops int) (map[string]float64, error) {
+	timers := make([]rearmable, conns)
+	start := time.Now()
+	for i := range timers {
+		t, err := r.newRearmable(cancelDelay, nop)
+		if err != nil {
+			return nil, err
+		}
+		timers[i] = t
+	}
+	if err := w.flush(conns, time.Since(start)); err != nil {
+		return nil, err
+	}
+	settle()
+	var reg region
+	reg.begin()
+	for i := range ops {
+		timers[i%conns].reset(cancelDelay)
+	}
+	// A re-arm schedules nothing new: flush only waits for the calls that
+	// an implementation hands to its own goroutine.
+	err := w.flush(0, time.Since(reg.t0))
+	reg.end()
+	return reg.perOp(ops), err
+}
+
+// heartbeat runs n periodic tasks, started evenly over one period, and
+// reports the process CPU per second and per run, and the runs per second,
+// over window, after two periods of warm-up.
+func heartbeat(p periodic, n int, period, window time.Duration) (map[string]float64, error) {
+	var runs atomic.Int64
+	f := func() { runs.Add(1) }
+	stops := make([]func(), 0, n)
+	const batches = 10
+	for b := range batches {
+		for range n / batches {
+			stop, err := p.every(period, f)
+			if err != nil {
+				return nil, err
+			}
+			stops = append(stops, stop)
+		}
+		if b < batches-1 {
+			time.Sleep(period / batches)
+		}
+	}
+	time.Sleep(2 * period)
+	runs0 := runs.Load()
+	var r region
+	r.begin()
+	time.Sleep(window)
+	r.end()
+	got := runs.Load() - runs0
+	for _, stop := range stops {
+		stop()
+	}
+	secs := r.wall.Seconds()
+	return map[string]float64{
+		"cpu_ms_per_s":        ms(r.cpu) / secs,
+		"runs_per_s":          float64(got) / secs,
+		"expected_runs_per_s": float64(len(stops)) / period.Seconds(),
+		"cpu_ns_run":          float64(r.cpu.Nanoseconds()) / max(float64(got), 1),
+	}, nil
+}
+
+// contexts makes a request-deadline context 30s away and cancels it, ops
+// times, on one goroutine. With serving, as in a server, the parent is a
+// cancellable context (the connection's) and the work reads Done once, as
+// any select on it does; otherwise the parent is context.Background() and
+// Done is never read.
+func contexts(w wheel, c contexter, ops int, serving bool) (map[string]float64, error) {
+	settle()
+	parent := context.Background()
+	if serving {
+		var cancelParent context.CancelFunc
+		parent, cancelParent = context.WithCancel(parent)
+		defer cancelParent()
+	}
+	var r region
+	r.begin()
+	for range ops {
+		ctx, cancel := c.withTimeout(parent, cancelDelay)
+		if serving {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err() // not due for 30s
+			default:
+			}
+		}
+		cancel()
+	}
+	err := w.flush(ops, time.Since(r.t0))
+	r.end()
+	return r.perOp(ops), err
+}
