@@ -352,6 +352,9 @@ func TestPendingCountedOnceWhenCancelledInGoalTick(t *testing.T) {
 			close(started)
 			time.Sleep(time.Second)
 		})
+		// Let the worker put it into its bucket first: new timeouts are
+		// FIFO only within a shard, and the next ones may land in another.
+		synctest.Wait()
 		var rest []*hashedwheel.Timeout
 		for range 10 {
 			rest = append(rest, mustSchedule(t, tm, 200*time.Millisecond, func() {
