@@ -114,8 +114,10 @@ type Timeout struct {
 	// the timer's changes queue. It is never in both at once: the changes
 	// queue takes only linked timeouts, which have left the new-timeouts
 	// queue, and a periodic run goes back to that queue only after the
-	// worker has unlinked the timeout and cleared stLinked. See mpscQueue.
-	next atomic.Pointer[Timeout]
+	// worker has unlinked the timeout and cleared stLinked. Written by the
+	// goroutine that pushes the timeout, before it publishes it, and by the
+	// worker after it has taken it; see mpscQueue.
+	next *Timeout
 
 	// bucketNext and bucketPrev link the timeout into its bucket, or into
 	// the timer's list of periodic runs in flight. Worker only.

@@ -253,10 +253,6 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	if c.taskWorkers > 0 {
 		t.pool = newTaskPool(t, c.taskWorkers)
 	}
-	for i := range t.shards {
-		t.shards[i].timeouts.init()
-	}
-	t.changes.init()
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
 	runtime.AddCleanup(t, (*instance).release, t.instance)

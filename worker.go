@@ -495,16 +495,11 @@ func (t *Timer) newTimeoutsEmpty() bool {
 // Cancelled call here.
 func (t *Timer) collectUnprocessed() []*Timeout {
 	var unprocessed []*Timeout
-	// A producer that pushed before it could see the stop is in a queue,
-	// possibly still in a bubble: wait for it rather than lose its timeout.
+	// A producer that pushes after these pops sees the stop and cancels its
+	// timeout itself (see scheduleTimeout).
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
-		for !q.isEmpty() {
-			to := q.pop()
-			if to == nil {
-				runtime.Gosched()
-				continue
-			}
+		for to := q.pop(); to != nil; to = q.pop() {
 			if to.state.Load()&stRunning != 0 {
 				t.running.remove(to)
 				to.state.And(^stRunning)
