@@ -191,6 +191,15 @@ type Timer struct {
 	// consistent atomics at least one side sees the other.
 	sleeping atomic.Bool
 
+	// drainedAt is when the worker last took new timeouts from the shards,
+	// in nanoseconds since startTime. Written by the worker; producers read
+	// it to tell that it has fallen behind (see kickWorker).
+	drainedAt atomic.Int64
+
+	// kicked is set by the producer that kicks the worker, so that only one
+	// does, and cleared by the worker when it next takes new timeouts.
+	kicked atomic.Bool
+
 	// wake carries a wake-up to a sleeping worker. Buffer of one; sends never
 	// block.
 	wake chan struct{}
@@ -409,7 +418,9 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	// to is not published yet: a plain write is enough.
 	to.deadline = addDelay(now, delay)
 	t.shardFor(to).timeouts.push(to)
-	t.wakeWorker()
+	if !t.wakeWorker() {
+		t.kickWorker(now)
+	}
 	// A Stop that ran since the check above may have drained the queue
 	// before the push. If so, take the timeout back; if the worker got it
 	// first, it has ended expired or cancelled, and the caller may have it.
@@ -568,13 +579,42 @@ func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
 func (t *Timer) isStopped() bool { return t.state.Load() == stateShutdown }
 
 // wakeWorker wakes the worker if it is sleeping past the next tick, after a
-// push that may give it work sooner.
-func (t *Timer) wakeWorker() {
+// push that may give it work sooner. It reports whether it woke it.
+func (t *Timer) wakeWorker() bool {
 	if t.sleeping.Load() && t.sleeping.CompareAndSwap(true, false) {
 		select {
 		case t.wake <- struct{}{}:
 		default:
 		}
+		return true
+	}
+	return false
+}
+
+// kickAfter is how long new timeouts may wait for the worker before the
+// goroutine that schedules one wakes it; see kickWorker.
+const kickAfter = 2 * minDrainInterval
+
+// kickWorker wakes the worker if it has not taken new timeouts for
+// kickAfter, now being the time the caller pushed one. A timeout cancelled
+// while still queued is reachable, and marked by every garbage collection,
+// until the worker takes it; at a million schedule-and-cancels a second the
+// queued ones would cost more than the rest of the work. The worker's own
+// early drains (see drainBatch) keep the queues short while it gets a CPU.
+// With GOMAXPROCS=1 it gets none while the scheduling goroutine runs: a
+// woken worker waits until that goroutine blocks or is preempted, 10ms
+// later. So there the kicking goroutine also yields, once per kick, which
+// costs it a few hundred nanoseconds per kickAfter.
+func (t *Timer) kickWorker(now int64) {
+	if now-t.drainedAt.Load() < int64(kickAfter) || t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+	if runtime.GOMAXPROCS(0) == 1 {
+		runtime.Gosched()
 	}
 }
 

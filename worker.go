@@ -288,6 +288,10 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 		}
 	}
 	t.transferBudget -= n
+	t.drainedAt.Store(t.elapsed())
+	if t.kicked.Load() {
+		t.kicked.Store(false)
+	}
 	return n
 }
 
