@@ -49,11 +49,19 @@ type mpscQueue struct {
 	// producerTop is the last node pushed, or nil. Producers
 	// CompareAndSwap it; the consumer swaps it to nil to take every node.
 	producerTop atomic.Pointer[Timeout]
-	_           [cacheLineSize - 8]byte
+
+	// producerCount is a count the queue's owner keeps for its producers
+	// (a shard counts its pending timeouts in it). It shares producerTop's
+	// cache line, which the push has just taken, so that counting right
+	// after it costs no second cache miss. Any goroutine; atomic.
+	producerCount atomic.Int64
+	_             [cacheLineSize - 16]byte
 
 	// consumerHead is the oldest node taken and not yet handed out, the
-	// start of a list linked by next. Consumer only.
+	// start of a list linked by next. Consumer only; on a line of its own,
+	// as the consumer writes it at every pop.
 	consumerHead *Timeout
+	_            [cacheLineSize - 8]byte
 }
 
 // push appends n. It is safe for concurrent use. n must not be in a queue.

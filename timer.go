@@ -436,10 +436,10 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 // call fail.
 func (t *Timer) reservePending(to *Timeout) error {
 	if t.maxPendingTimeouts <= 0 {
-		t.shardFor(to).pending.Add(1)
+		t.shardFor(to).pending().Add(1)
 		return nil
 	}
-	pending := &t.shards[0].pending
+	pending := t.shards[0].pending()
 	for {
 		n := pending.Load()
 		if n >= t.maxPendingTimeouts {
@@ -535,7 +535,7 @@ func (t *Timer) PendingTimeouts() int64 {
 	}
 	var n int64
 	for i := range t.shards {
-		n += t.shards[i].pending.Load()
+		n += t.shards[i].pending().Load()
 	}
 	return n
 }
@@ -554,14 +554,15 @@ const allocSpanBytes = 8192
 // cache lines. A timeout keeps its shard for life, so the counts add up.
 // FIFO order holds within a shard, not across shards.
 type shard struct {
+	// timeouts is the queue of new timeouts. Its producerCount is the
+	// shard's pending count: the shard's timeouts scheduled and neither
+	// expired nor cancelled; with a pending limit, shard 0 counts all of
+	// them, so that the limit is exact.
 	timeouts mpscQueue
-
-	// pending counts this shard's timeouts scheduled and neither expired
-	// nor cancelled; with a pending limit, shard 0 counts all of them, so
-	// that the limit is exact. Any goroutine; atomic.
-	pending atomic.Int64
-	_       [cacheLineSize - 8]byte
 }
+
+// pending returns the shard's count of pending timeouts.
+func (s *shard) pending() *atomic.Int64 { return &s.timeouts.producerCount }
 
 // shardFor returns the shard of to.
 func (t *Timer) shardFor(to *Timeout) *shard {
@@ -571,9 +572,9 @@ func (t *Timer) shardFor(to *Timeout) *shard {
 // pendingFor returns the counter that counts to among the pending timeouts.
 func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
 	if t.maxPendingTimeouts > 0 {
-		return &t.shards[0].pending
+		return t.shards[0].pending()
 	}
-	return &t.shardFor(to).pending
+	return t.shardFor(to).pending()
 }
 
 func (t *Timer) isStopped() bool { return t.state.Load() == stateShutdown }
