@@ -118,6 +118,23 @@ func TestAtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
 	})
 }
 
+func TestTimeoutsOverTheTransferCapAreTransferredInTheNextTicks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Two ticks' transfers and more, due in an hour, then one due in a
+		// second: a worker out of budget takes the rest at the next ticks,
+		// rather than sleeping until the first timeout in its wheel is due.
+		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
+		start := time.Now()
+		for range 200_001 {
+			mustSchedule(t, tm, time.Hour, func() {})
+		}
+		ranAt := make(chan time.Duration, 1)
+		mustSchedule(t, tm, time.Second, func() { ranAt <- time.Since(start) })
+		assert.Equal(t, 1100*time.Millisecond, <-ranAt, "ran after the end of its deadline's tick")
+		assert.Len(t, tm.Stop(), 200_001)
+	})
+}
+
 func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// As in Netty, a timeout cancelled while queued still takes one of

@@ -125,14 +125,16 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		target, park := t.tick, false
 		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= t.tickEnd(t.tick) {
 			t.sleeping.Store(true)
-			if !t.newTimeoutsEmpty() && t.transferBudget > 0 {
+			newEmpty := t.newTimeoutsEmpty()
+			if !newEmpty && t.transferBudget > 0 {
 				// A timeout arrived since arriving was computed, and its
 				// producer may have found sleeping still false and not
 				// woken us: drain it now, not at the end of the tick.
 				t.sleeping.Store(false)
 				continue
 			}
-			if t.changes.isEmpty() {
+			// Out of budget with timeouts queued: the next tick takes them.
+			if newEmpty && t.changes.isEmpty() {
 				target, park = t.nextDueTick()
 				// A tick that never ends holds nothing that comes due.
 				park = park || t.tickEnd(target) == math.MaxInt64
