@@ -135,6 +135,24 @@ func TestTimeoutsOverTheTransferCapAreTransferredInTheNextTicks(t *testing.T) {
 	})
 }
 
+func TestWorkerIsNotWokenForEachTimeoutArrivingSlowly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// One new timeout a millisecond: the worker takes them in early
+		// drains a tick apart, and is not woken for each.
+		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
+		mustSchedule(t, tm, time.Hour, func() {})
+		synctest.Wait()
+		before := tm.Stats().Wakeups
+		for range 300 {
+			time.Sleep(time.Millisecond)
+			mustSchedule(t, tm, time.Hour, func() {})
+		}
+		synctest.Wait()
+		woken := tm.Stats().Wakeups - before
+		assert.LessOrEqual(t, woken, uint64(10), "woken %d times in 300ms for 300 timeouts", woken)
+	})
+}
+
 func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// As in Netty, a timeout cancelled while queued still takes one of

@@ -191,13 +191,19 @@ type Timer struct {
 	// consistent atomics at least one side sees the other.
 	sleeping atomic.Bool
 
-	// drainedAt is when the worker last took new timeouts from the shards,
-	// in nanoseconds since startTime. Written by the worker; producers read
-	// it to tell that it has fallen behind (see kickWorker).
-	drainedAt atomic.Int64
+	// kickAt is when, in nanoseconds since startTime, a producer that
+	// pushes a new timeout kicks the worker (see kickWorker): kickAfter
+	// after the worker last took new timeouts, if it took many, or the end
+	// of its tick. Written by the worker each time it takes them.
+	kickAt atomic.Int64
 
 	// kicked is set by the producer that kicks the worker, so that only one
 	// does, and cleared by the worker when it next takes new timeouts.
+	//
+	// kickAt and kicked are hints, and need no ordering: a kick that is
+	// lost or comes late delays only an early drain. No timeout waits on
+	// them: the worker takes new timeouts at every tick, and sleeping
+	// covers longer sleeps.
 	kicked atomic.Bool
 
 	// wake carries a wake-up to a sleeping worker. Buffer of one; sends never
@@ -262,6 +268,8 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	if c.taskWorkers > 0 {
 		t.pool = newTaskPool(t, c.taskWorkers)
 	}
+	// The worker takes new timeouts as soon as it starts.
+	t.kickAt.Store(t.tickDuration)
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
 	runtime.AddCleanup(t, (*instance).release, t.instance)
@@ -592,22 +600,27 @@ func (t *Timer) wakeWorker() bool {
 	return false
 }
 
-// kickAfter is how long new timeouts may wait for the worker before the
+// kickAfter is how long new timeouts that arrive fast, at least kickBatch
+// of them between two transfers, may wait for the worker before the
 // goroutine that schedules one wakes it; see kickWorker.
-const kickAfter = 2 * minDrainInterval
+const (
+	kickAfter = 2 * minDrainInterval
+	kickBatch = drainBatch / 4
+)
 
-// kickWorker wakes the worker if it has not taken new timeouts for
-// kickAfter, now being the time the caller pushed one. A timeout cancelled
-// while still queued is reachable, and marked by every garbage collection,
-// until the worker takes it; at a million schedule-and-cancels a second the
-// queued ones would cost more than the rest of the work. The worker's own
-// early drains (see drainBatch) keep the queues short while it gets a CPU.
-// With GOMAXPROCS=1 it gets none while the scheduling goroutine runs: a
-// woken worker waits until that goroutine blocks or is preempted, 10ms
-// later. So there the kicking goroutine also yields, once per kick, which
-// costs it a few hundred nanoseconds per kickAfter.
+// kickWorker wakes the worker if it is late to take new timeouts: if now,
+// the time the caller pushed one, is past kickAt. A timeout cancelled while
+// still queued is reachable, and marked by every garbage collection, until
+// the worker takes it; at a million schedule-and-cancels a second the queued
+// ones would cost more than the rest of the work. The worker's own early
+// drains (see drainBatch) keep the queues short while it gets a CPU, and then
+// nobody kicks it. With GOMAXPROCS=1 it gets none while the scheduling
+// goroutine runs: a woken worker waits until that goroutine blocks or is
+// preempted, 10ms later. So there the kicking goroutine also yields, once per
+// kick, which costs it a few hundred nanoseconds per kick, at most one per
+// kickAfter.
 func (t *Timer) kickWorker(now int64) {
-	if now-t.drainedAt.Load() < int64(kickAfter) || t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
+	if now < t.kickAt.Load() || t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
 		return
 	}
 	select {

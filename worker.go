@@ -290,7 +290,15 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 		}
 	}
 	t.transferBudget -= n
-	t.drainedAt.Store(t.elapsed())
+	// While timeouts arrive fast, producers kick a worker that has not
+	// taken them for kickAfter. Out of budget, or when they arrive slowly,
+	// they leave it to the next tick, or to the worker's own early drains.
+	now := t.elapsed()
+	kickAt := now + int64(kickAfter)
+	if n < kickBatch || t.transferBudget == 0 {
+		kickAt = max(kickAt, t.tickEnd(t.tick))
+	}
+	t.kickAt.Store(kickAt)
 	if t.kicked.Load() {
 		t.kicked.Store(false)
 	}
