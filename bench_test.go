@@ -23,6 +23,9 @@ import (
 //	go test -run '^$' -bench . -count 6 > bench.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest bench.txt
 //
+// ScheduleCancel and ScheduleCancelParallel also run both sides with
+// GOMAXPROCS=1 (the GOMAXPROCS=1 sub-benchmarks), in the same run.
+//
 // Besides ns/op (wall time), each benchmark reports the CPU time of the
 // whole process (getrusage, on Unix): the wheel's worker works on a goroutine
 // of its own, and time.AfterFunc starts one per fire, so wall time alone
@@ -60,6 +63,21 @@ func BenchmarkScheduleCancel(b *testing.B) {
 	b.Run("time.AfterFunc", func(b *testing.B) {
 		benchOps(b, nil, 1, timeAfterFuncStop)
 	})
+	// On one CPU the worker shares it with the goroutine that schedules:
+	// since Go 1.25 GOMAXPROCS follows a container's CPU limit, so every
+	// service in a one-CPU pod runs like this.
+	b.Run("GOMAXPROCS=1", func(b *testing.B) {
+		b.Run("hashedwheel", func(b *testing.B) {
+			defer withProcs(1)()
+			tm := newBenchTimer(b, benchTick)
+			defer tm.Stop()
+			benchOps(b, tm, 1, newTimeoutCancel(tm))
+		})
+		b.Run("time.AfterFunc", func(b *testing.B) {
+			defer withProcs(1)()
+			benchOps(b, nil, 1, timeAfterFuncStop)
+		})
+	})
 
 	for _, p := range []struct {
 		name string
@@ -92,26 +110,42 @@ func BenchmarkScheduleCancel(b *testing.B) {
 }
 
 // BenchmarkScheduleCancelParallel is ScheduleCancel from GOMAXPROCS
-// goroutines (b.RunParallel) and from 8.
+// goroutines (b.RunParallel) and from 8; and both again with GOMAXPROCS=1.
 func BenchmarkScheduleCancelParallel(b *testing.B) {
 	for _, g := range []struct {
 		name       string
+		procs      int // GOMAXPROCS for the run; 0: as the process has it
 		goroutines int
 	}{
-		{"goroutines=GOMAXPROCS", 0},
-		{"goroutines=8", 8},
+		{"goroutines=GOMAXPROCS", 0, 0},
+		{"goroutines=8", 0, 8},
+		{"GOMAXPROCS=1/goroutines=GOMAXPROCS", 1, 0},
+		{"GOMAXPROCS=1/goroutines=8", 1, 8},
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			b.Run("hashedwheel", func(b *testing.B) {
+				defer withProcs(g.procs)()
 				tm := newBenchTimer(b, benchTick)
 				defer tm.Stop()
 				benchOps(b, tm, g.goroutines, newTimeoutCancel(tm))
 			})
 			b.Run("time.AfterFunc", func(b *testing.B) {
+				defer withProcs(g.procs)()
 				benchOps(b, nil, g.goroutines, timeAfterFuncStop)
 			})
 		})
 	}
+}
+
+// withProcs sets GOMAXPROCS to procs, if it is not 0, and returns a function
+// that restores it. Each side of a comparison sets it for itself, so that
+// both run alike in one go test run.
+func withProcs(procs int) (restore func()) {
+	if procs == 0 {
+		return func() {}
+	}
+	prev := runtime.GOMAXPROCS(procs)
+	return func() { runtime.GOMAXPROCS(prev) }
 }
 
 func newTimeoutCancel(tm *hashedwheel.Timer) func() error {

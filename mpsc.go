@@ -2,107 +2,109 @@ package hashedwheel
 
 import "sync/atomic"
 
-// cacheLineSize is the size the queue pads its two ends to, so that the
-// producers' end and the worker's end never share a cache line.
+// cacheLineSize is the size the queue pads its producers' end to, so that it
+// shares its cache line with nothing the worker writes.
 const cacheLineSize = 64
 
 // mpscQueue is an unbounded, lock-free, intrusive queue of timeouts with many
-// producers and a single consumer: Dmitry Vyukov's intrusive MPSC node-based
-// queue with a stub node. Any goroutine may push; only the worker pops. The link is the
-// timeout's own next field, so pushing allocates nothing.
+// producers and a single consumer. Any goroutine may push; only the worker
+// pops. The link is the timeout's own next field, so pushing allocates
+// nothing.
 //
-// The ends are named by role. producerTail is the node pushed last; every
-// push swaps it. consumerHead is the oldest node not yet handed out (or the
-// stub); only the consumer reads or writes it.
+// Producers push onto a stack (Treiber's): one CompareAndSwap on
+// producerTop, the node pushed last. The consumer takes the whole stack at
+// once with one Swap, and reverses it into consumerHead, its own list, oldest
+// first, from which pop hands out nodes in the order they were pushed. A
+// push costs one atomic operation, and the consumer one per batch rather than
+// one per node.
 //
 // Memory ordering. A push is
 //
-//	prev := producerTail.Swap(n)  // 1: n becomes the tail
-//	prev.next.Store(n)            // 2: n becomes reachable from the head
+//	top := producerTop.Load()
+//	n.next = top                           // a plain write: n is not published
+//	producerTop.CompareAndSwap(top, n)     // n is published
 //
-// Go's atomics are sequentially consistent, so everything the producer wrote
-// to n before step 1 (its deadline, task and timer) happens before the
-// consumer's next.Load that returns n. Between steps 1 and 2 the queue has a
-// bubble: n is the tail but prev.next is still nil, so the consumer cannot see
-// n or anything pushed after it. pop then returns nil although the queue is not
-// empty; the consumer tries again later (the next tick), and the final drain at
-// Stop waits for the producer to finish step 2.
+// and the consumer's take is producerTop.Swap(nil). Go's atomics are
+// sequentially consistent, and the successful CompareAndSwaps and the Swaps
+// on producerTop form one chain in which each reads what the one before
+// wrote, so everything a producer wrote to n before its CompareAndSwap (its
+// deadline, task, timer and next) happens before the Swap that takes n, and
+// before everything the consumer does with n afterwards. There is no bubble:
+// a pushed node is reachable from producerTop at once, so pop returns nil
+// only when the queue is empty.
 //
-// A node is handed out only when its next is already linked, or after the stub
-// has been pushed behind it, so no producer writes a node's next once pop has
-// returned it. pop clears that field, which lets the same node be pushed to
-// another queue later (a transferred timeout that is cancelled goes to the
-// changes queue).
+// The stack has no ABA problem, because nothing is ever removed from it by a
+// CompareAndSwap: if a producer's CompareAndSwap succeeds, top is the top at
+// that moment, whatever happened in between, and n.next links to it.
+//
+// A node's next is written by its producer before it is published, and then
+// only by the consumer, which reads it only after the Swap that took it. pop
+// clears it, so that the consumer can hand the node to another queue later
+// (a transferred timeout that is cancelled goes to the changes queue): the
+// consumer clears it before the state change that lets a producer push the
+// node again, and that change is the happens-before edge to the next push.
 type mpscQueue struct {
 	_ [cacheLineSize]byte
 
-	// producerTail is the last node pushed. Producers swap it; the consumer
-	// loads it to tell an empty queue from a bubble.
-	producerTail atomic.Pointer[Timeout]
-	_            [cacheLineSize - 8]byte
+	// producerTop is the last node pushed, or nil. Producers
+	// CompareAndSwap it; the consumer swaps it to nil to take every node.
+	producerTop atomic.Pointer[Timeout]
 
-	// consumerHead is the next node to hand out, or the stub. Consumer only.
+	// producerCount is a count the queue's owner keeps for its producers
+	// (a shard counts its pending timeouts in it). It shares producerTop's
+	// cache line, which the push has just taken, so that counting right
+	// after it costs no second cache miss. Any goroutine; atomic.
+	producerCount atomic.Int64
+	_             [cacheLineSize - 16]byte
+
+	// consumerHead is the oldest node taken and not yet handed out, the
+	// start of a list linked by next. Consumer only; on a line of its own,
+	// as the consumer writes it at every pop.
 	consumerHead *Timeout
 	_            [cacheLineSize - 8]byte
-
-	// stub is a node that is never handed out. It keeps the list non-empty,
-	// so that push never has to special-case an empty queue.
-	stub Timeout
 }
 
-// init makes the queue empty. It must run before the first push, and the
-// queue must not be copied afterwards (it points into itself).
-func (q *mpscQueue) init() {
-	q.producerTail.Store(&q.stub)
-	q.consumerHead = &q.stub
-}
-
-// push appends n. It is safe for concurrent use. n.next must be nil.
+// push appends n. It is safe for concurrent use. n must not be in a queue.
 func (q *mpscQueue) push(n *Timeout) {
-	prev := q.producerTail.Swap(n)
-	// Bubble: n is the tail, but not yet reachable from consumerHead.
-	prev.next.Store(n)
+	for {
+		top := q.producerTop.Load()
+		n.next = top
+		if q.producerTop.CompareAndSwap(top, n) {
+			return
+		}
+	}
 }
 
-// pop removes and returns the oldest node, or nil if the queue is empty or
-// its oldest node is still in a bubble. Consumer only.
+// pop removes and returns the oldest node, or nil if the queue is empty.
+// Consumer only.
 func (q *mpscQueue) pop() *Timeout {
-	head := q.consumerHead
-	next := head.next.Load()
-	if head == &q.stub {
-		if next == nil {
+	n := q.consumerHead
+	if n == nil {
+		n = q.take()
+		if n == nil {
 			return nil
 		}
-		// Step past the stub. Nobody links behind it again until it is
-		// re-pushed, so its next can be cleared for that push.
-		q.consumerHead = next
-		q.stub.next.Store(nil)
-		head = next
-		next = next.next.Load()
 	}
-	if next != nil {
-		q.consumerHead = next
-		head.next.Store(nil)
-		return head
+	q.consumerHead = n.next
+	n.next = nil
+	return n
+}
+
+// take takes every node pushed so far and returns the oldest, linked by next
+// to the others in the order they were pushed. Consumer only.
+func (q *mpscQueue) take() *Timeout {
+	top := q.producerTop.Swap(nil)
+	var head *Timeout
+	for top != nil {
+		next := top.next
+		top.next = head
+		head, top = top, next
 	}
-	if q.producerTail.Load() != head {
-		// A producer has swapped the tail but not yet linked head.next.
-		return nil
-	}
-	// head is the last node. Push the stub behind it so it can go.
-	q.push(&q.stub)
-	next = head.next.Load()
-	if next == nil {
-		// Another producer swapped in before the stub; wait for its link.
-		return nil
-	}
-	q.consumerHead = next
-	head.next.Store(nil)
 	return head
 }
 
-// isEmpty reports whether nothing has been pushed that pop has not returned,
-// counting nodes still in a bubble. Consumer only.
+// isEmpty reports whether nothing has been pushed that pop has not returned.
+// Consumer only.
 func (q *mpscQueue) isEmpty() bool {
-	return q.consumerHead == &q.stub && q.producerTail.Load() == &q.stub
+	return q.consumerHead == nil && q.producerTop.Load() == nil
 }

@@ -8,11 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func newQueue() *mpscQueue {
-	q := new(mpscQueue)
-	q.init()
-	return q
-}
+func newQueue() *mpscQueue { return new(mpscQueue) }
 
 func TestQueueIsFIFO(t *testing.T) {
 	q := newQueue()
@@ -29,7 +25,7 @@ func TestQueueIsFIFO(t *testing.T) {
 		n := q.pop()
 		require.NotNil(t, n)
 		assert.Equal(t, int64(i), n.deadline)
-		assert.Nil(t, n.next.Load(), "pop must clear the link it hands out")
+		assert.Nil(t, n.next, "pop must clear the link it hands out")
 	}
 	assert.Nil(t, q.pop())
 	assert.True(t, q.isEmpty())
@@ -48,7 +44,7 @@ func TestQueueInterleavedPushAndPop(t *testing.T) {
 	for i := range nodes {
 		nodes[i].deadline = int64(i)
 		q.push(&nodes[i])
-		if i%3 == 2 { // drain sometimes, down to empty, so the stub is re-pushed
+		if i%3 == 2 { // drain sometimes, down to empty
 			for n := q.pop(); n != nil; n = q.pop() {
 				require.Equal(t, int64(next), n.deadline)
 				next++
@@ -88,7 +84,7 @@ func TestQueueManyProducersOneConsumer(t *testing.T) {
 	for got := 0; got < len(nodes); {
 		n := q.pop()
 		if n == nil {
-			continue // empty for now, or a producer is between swap and link
+			continue // empty for now
 		}
 		id := int(n.deadline)
 		require.False(t, seen[id], "node %d popped twice", id)

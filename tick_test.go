@@ -118,6 +118,41 @@ func TestAtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
 	})
 }
 
+func TestTimeoutsOverTheTransferCapAreTransferredInTheNextTicks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Two ticks' transfers and more, due in an hour, then one due in a
+		// second: a worker out of budget takes the rest at the next ticks,
+		// rather than sleeping until the first timeout in its wheel is due.
+		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
+		start := time.Now()
+		for range 200_001 {
+			mustSchedule(t, tm, time.Hour, func() {})
+		}
+		ranAt := make(chan time.Duration, 1)
+		mustSchedule(t, tm, time.Second, func() { ranAt <- time.Since(start) })
+		assert.Equal(t, 1100*time.Millisecond, <-ranAt, "ran after the end of its deadline's tick")
+		assert.Len(t, tm.Stop(), 200_001)
+	})
+}
+
+func TestWorkerIsNotWokenForEachTimeoutArrivingSlowly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// One new timeout a millisecond: the worker takes them in early
+		// drains a tick apart, and is not woken for each.
+		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
+		mustSchedule(t, tm, time.Hour, func() {})
+		synctest.Wait()
+		before := tm.Stats().Wakeups
+		for range 300 {
+			time.Sleep(time.Millisecond)
+			mustSchedule(t, tm, time.Hour, func() {})
+		}
+		synctest.Wait()
+		woken := tm.Stats().Wakeups - before
+		assert.LessOrEqual(t, woken, uint64(10), "woken %d times in 300ms for 300 timeouts", woken)
+	})
+}
+
 func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// As in Netty, a timeout cancelled while queued still takes one of

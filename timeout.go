@@ -126,8 +126,10 @@ type Timeout struct {
 	// queue takes only linked timeouts, which have left the new-timeouts
 	// queue; and the worker hands out a periodic run, which goes back to
 	// that queue when it returns, only once the timeout is out of the
-	// changes queue (stQueued clear). See mpscQueue.
-	next atomic.Pointer[Timeout]
+	// changes queue (stQueued clear). Written by the goroutine that pushes
+	// the timeout, before it publishes it, and by the worker after it has
+	// taken it; see mpscQueue.
+	next *Timeout
 
 	// bucketNext and bucketPrev link the timeout into its bucket, or into
 	// the timer's list of periodic runs in flight. Worker only.

@@ -191,6 +191,21 @@ type Timer struct {
 	// consistent atomics at least one side sees the other.
 	sleeping atomic.Bool
 
+	// kickAt is when, in nanoseconds since startTime, a producer that
+	// pushes a new timeout kicks the worker (see kickWorker): kickAfter
+	// after the worker last took new timeouts, if it took many, or the end
+	// of its tick. Written by the worker each time it takes them.
+	kickAt atomic.Int64
+
+	// kicked is set by the producer that kicks the worker, so that only one
+	// does, and cleared by the worker when it next takes new timeouts.
+	//
+	// kickAt and kicked are hints, and need no ordering: a kick that is
+	// lost or comes late delays only an early drain. No timeout waits on
+	// them: the worker takes new timeouts at every tick, and sleeping
+	// covers longer sleeps.
+	kicked atomic.Bool
+
 	// wake carries a wake-up to a sleeping worker. Buffer of one; sends never
 	// block.
 	wake chan struct{}
@@ -256,10 +271,8 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	if c.taskWorkers > 0 {
 		t.pool = newTaskPool(t, c.taskWorkers)
 	}
-	for i := range t.shards {
-		t.shards[i].timeouts.init()
-	}
-	t.changes.init()
+	// The worker takes new timeouts as soon as it starts.
+	t.kickAt.Store(t.tickDuration)
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
 	runtime.AddCleanup(t, (*instance).release, t.instance)
@@ -420,7 +433,9 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	// to is not published yet: a plain write is enough.
 	to.deadline = addDelay(now, delay)
 	t.shardFor(to).timeouts.push(to)
-	t.wakeWorker()
+	if !t.wakeWorker() {
+		t.kickWorker(now)
+	}
 	// A Stop that ran since the check above may have drained the queue
 	// before the push. If so, take the timeout back; if the worker got it
 	// first, it has ended expired or cancelled, and the caller may have it.
@@ -436,10 +451,10 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 // call fail.
 func (t *Timer) reservePending(to *Timeout) error {
 	if t.maxPendingTimeouts <= 0 {
-		t.shardFor(to).pending.Add(1)
+		t.shardFor(to).pending().Add(1)
 		return nil
 	}
-	pending := &t.shards[0].pending
+	pending := t.shards[0].pending()
 	for {
 		n := pending.Load()
 		if n >= t.maxPendingTimeouts {
@@ -535,7 +550,7 @@ func (t *Timer) PendingTimeouts() int64 {
 	}
 	var n int64
 	for i := range t.shards {
-		n += t.shards[i].pending.Load()
+		n += t.shards[i].pending().Load()
 	}
 	return n
 }
@@ -554,14 +569,15 @@ const allocSpanBytes = 8192
 // cache lines. A timeout keeps its shard for life, so the counts add up.
 // FIFO order holds within a shard, not across shards.
 type shard struct {
+	// timeouts is the queue of new timeouts. Its producerCount is the
+	// shard's pending count: the shard's timeouts scheduled and neither
+	// expired nor cancelled; with a pending limit, shard 0 counts all of
+	// them, so that the limit is exact.
 	timeouts mpscQueue
-
-	// pending counts this shard's timeouts scheduled and neither expired
-	// nor cancelled; with a pending limit, shard 0 counts all of them, so
-	// that the limit is exact. Any goroutine; atomic.
-	pending atomic.Int64
-	_       [cacheLineSize - 8]byte
 }
+
+// pending returns the shard's count of pending timeouts.
+func (s *shard) pending() *atomic.Int64 { return &s.timeouts.producerCount }
 
 // shardFor returns the shard of to.
 func (t *Timer) shardFor(to *Timeout) *shard {
@@ -571,21 +587,55 @@ func (t *Timer) shardFor(to *Timeout) *shard {
 // pendingFor returns the counter that counts to among the pending timeouts.
 func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
 	if t.maxPendingTimeouts > 0 {
-		return &t.shards[0].pending
+		return t.shards[0].pending()
 	}
-	return &t.shardFor(to).pending
+	return t.shardFor(to).pending()
 }
 
 func (t *Timer) isStopped() bool { return t.state.Load() == stateShutdown }
 
 // wakeWorker wakes the worker if it is sleeping past the next tick, after a
-// push that may give it work sooner.
-func (t *Timer) wakeWorker() {
+// push that may give it work sooner. It reports whether it woke it.
+func (t *Timer) wakeWorker() bool {
 	if t.sleeping.Load() && t.sleeping.CompareAndSwap(true, false) {
 		select {
 		case t.wake <- struct{}{}:
 		default:
 		}
+		return true
+	}
+	return false
+}
+
+// kickAfter is how long new timeouts that arrive fast, at least kickBatch
+// of them between two transfers, may wait for the worker before the
+// goroutine that schedules one wakes it; see kickWorker.
+const (
+	kickAfter = 2 * minDrainInterval
+	kickBatch = drainBatch / 4
+)
+
+// kickWorker wakes the worker if it is late to take new timeouts: if now,
+// the time the caller pushed one, is past kickAt. A timeout cancelled while
+// still queued is reachable, and marked by every garbage collection, until
+// the worker takes it; at a million schedule-and-cancels a second the queued
+// ones would cost more than the rest of the work. The worker's own early
+// drains (see drainBatch) keep the queues short while it gets a CPU, and then
+// nobody kicks it. With GOMAXPROCS=1 it gets none while the scheduling
+// goroutine runs: a woken worker waits until that goroutine blocks or is
+// preempted, 10ms later. So there the kicking goroutine also yields, once per
+// kick, which costs it a few hundred nanoseconds per kick, at most one per
+// kickAfter.
+func (t *Timer) kickWorker(now int64) {
+	if now < t.kickAt.Load() || t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+	if runtime.GOMAXPROCS(0) == 1 {
+		runtime.Gosched()
 	}
 }
 

@@ -256,33 +256,32 @@ func TestOccupancyFindsTheNextNonEmptyBucket(t *testing.T) {
 	}
 }
 
-// stalledCancel does what Cancel(to) does on a goroutine that is preempted
-// inside the push to the changes queue, between the swap of the tail and the
-// link from the node before (Go may preempt there). finish does the rest.
-func stalledCancel(t *testing.T, to *Timeout) (finish func()) {
+// stalledReset does what Reset(0) does on a goroutine that is preempted
+// between the state change that marks the timeout queued and its push to the
+// changes queue (Go may preempt there). finish does the rest.
+func stalledReset(t *testing.T, to *Timeout) (finish func()) {
 	s := to.state.Load()
-	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&phaseMask == stInit,
+	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&stBusy == 0 && s&phaseMask == stInit,
 		"want a linked, unqueued, pending timeout; state %#x", s)
-	require.True(t, to.state.CompareAndSwap(s, s|stCancelled|stQueued))
-	to.timer.pendingFor(to).Add(-1)
-	prev := to.timer.changes.producerTail.Swap(to) // the bubble starts
+	require.True(t, to.state.CompareAndSwap(s, s|stBusy))
+	atomic.StoreInt64(&to.deadline, to.timer.elapsed())
+	require.True(t, to.state.CompareAndSwap(s|stBusy, (s+genInc)|stQueued))
 	return func() {
-		prev.next.Store(to)
+		to.timer.changes.push(to)
 		to.timer.wakeWorker()
 	}
 }
 
 func TestPeriodicInTheChangesQueueIsNotHandedOut(t *testing.T) {
-	// A periodic timeout reset to an earlier deadline waits in the changes
-	// queue behind a stalled push. Handing its run out then would put it in
-	// a shard queue too, through the same next field, and break both
-	// queues. The worker must wait until the changes queue gives it back.
+	// A periodic timeout reset to an earlier deadline is due while the
+	// Reset's push to the changes queue is stalled. Handing its run out then
+	// would put it in a shard queue, and the push then in the changes queue
+	// too, through the same next field, breaking both queues. The worker
+	// must wait until the changes queue gives it back.
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(8))
 		require.NoError(t, err)
 		require.NoError(t, tm.Start())
-		x, err := tm.AfterFunc(time.Hour, func() {})
-		require.NoError(t, err)
 		w, err := tm.AfterFunc(time.Hour, func() {})
 		require.NoError(t, err)
 		var runs atomic.Int32
@@ -294,8 +293,7 @@ func TestPeriodicInTheChangesQueueIsNotHandedOut(t *testing.T) {
 		require.NoError(t, err)
 		time.Sleep(5 * time.Millisecond)
 		synctest.Wait()
-		finish := stalledCancel(t, x)
-		require.True(t, p.Reset(0))
+		finish := stalledReset(t, p)
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
 		assert.Zero(t, runs.Load(), "ran while still in the changes queue")

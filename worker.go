@@ -126,7 +126,16 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		target, park := t.tick, false
 		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= t.tickEnd(t.tick) {
 			t.sleeping.Store(true)
-			if t.newTimeoutsEmpty() && t.changes.isEmpty() {
+			newEmpty := t.newTimeoutsEmpty()
+			if !newEmpty && t.transferBudget > 0 {
+				// A timeout arrived since arriving was computed, and its
+				// producer may have found sleeping still false and not
+				// woken us: drain it now, not at the end of the tick.
+				t.sleeping.Store(false)
+				continue
+			}
+			// Out of budget with timeouts queued: the next tick takes them.
+			if newEmpty && t.changes.isEmpty() {
 				target, park = t.nextDueTick()
 				// A tick that never ends holds nothing that comes due.
 				park = park || t.tickEnd(target) == math.MaxInt64
@@ -282,6 +291,18 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 		}
 	}
 	t.transferBudget -= n
+	// While timeouts arrive fast, producers kick a worker that has not
+	// taken them for kickAfter. Out of budget, or when they arrive slowly,
+	// they leave it to the next tick, or to the worker's own early drains.
+	now := t.elapsed()
+	kickAt := now + int64(kickAfter)
+	if n < kickBatch || t.transferBudget == 0 {
+		kickAt = max(kickAt, t.tickEnd(t.tick))
+	}
+	t.kickAt.Store(kickAt)
+	if t.kicked.Load() {
+		t.kicked.Store(false)
+	}
 	return n
 }
 
@@ -379,8 +400,8 @@ func (t *Timer) expireTimeouts(idx int64) {
 		case s&phaseMask != stInit:
 			// Cancelled: unlinked by processChanges.
 		case due && s&stQueued != 0 && isPeriodic(to):
-			// Still in the changes queue (behind a bubble, or pushed since
-			// processChanges ran): its run would push it onto a shard queue
+			// In the changes queue, or about to be pushed there, since
+			// processChanges ran: its run would push it onto a shard queue
 			// while its next field links the changes queue. processChanges
 			// brings it back to the current bucket first.
 			b.minDeadline = min(b.minDeadline, deadline)
@@ -532,16 +553,11 @@ func (t *Timer) newTimeoutsEmpty() bool {
 // worker's next goroutine then runs it again. So each timeout leaves its
 // list before the call, and the result is kept in t.unprocessed.
 func (t *Timer) collectUnprocessed() []*Timeout {
-	// A producer that pushed before it could see the stop is in a queue,
-	// possibly still in a bubble: wait for it rather than lose its timeout.
+	// A producer that pushes after these pops sees the stop and cancels its
+	// timeout itself (see scheduleTimeout).
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
-		for !q.isEmpty() {
-			to := q.pop()
-			if to == nil {
-				runtime.Gosched()
-				continue
-			}
+		for to := q.pop(); to != nil; to = q.pop() {
 			if to.state.Load()&stRunning != 0 {
 				t.running.remove(to)
 				to.state.And(^stRunning)
