@@ -1,6 +1,10 @@
 package hashedwheel
 
-import "math"
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+)
 
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
 // timeouts whose deadline falls in its tick, this turn of the wheel or a later
@@ -16,12 +20,20 @@ import "math"
 // with a deadline before the end of tick T. That needs no counter to keep, so
 // the worker may skip the visits at which nothing is due: minDeadline tells
 // it which those are.
+//
+// Invariant: a timeout in the wheel sits in a bucket that the worker visits
+// at or before the tick of its deadline. Transfer places it in the bucket of
+// that tick; a Reset to a later deadline keeps the invariant by itself; a
+// Reset to an earlier one goes through the changes queue, which the worker
+// processes before it visits any bucket.
 type bucket struct {
 	head, tail *Timeout
 
 	// minDeadline is at most the earliest deadline in the bucket, and
-	// math.MaxInt64 when it is empty. Timeouts that leave the bucket do not
-	// raise it; the next visit makes it exact again.
+	// math.MaxInt64 when it is empty. Timeouts that leave the bucket, or
+	// that Reset moves to a later deadline, do not raise it; the next visit
+	// makes it exact again, and moves a timeout whose new deadline belongs
+	// to another bucket there.
 	minDeadline int64
 }
 
@@ -36,7 +48,9 @@ func newWheel(n int) []bucket {
 
 // add appends to to the bucket.
 func (b *bucket) add(to *Timeout) {
-	b.minDeadline = min(b.minDeadline, to.deadline)
+	// A Reset to an earlier deadline after this load goes through the
+	// changes queue, which lowers minDeadline again.
+	b.minDeadline = min(b.minDeadline, atomic.LoadInt64(&to.deadline))
 	if b.tail == nil {
 		b.head = to
 	} else {
@@ -64,45 +78,81 @@ func (b *bucket) remove(to *Timeout) {
 	}
 }
 
-// expireTimeouts visits the bucket at the end of a tick: it runs the tasks of
-// the timeouts whose deadline is before end, the end of the tick in
-// nanoseconds since the timer started; the others are due in a later turn. It
-// starts no task once the timer is stopped (for example by one of the tasks),
-// leaving the rest for Stop.
-//
-// Cancelled timeouts are left linked: the worker unlinks them from the
-// cancelled queue at the start of the next tick.
-func (b *bucket) expireTimeouts(end int64) {
-	b.minDeadline = math.MaxInt64
-	for to := b.head; to != nil; {
-		next := to.bucketNext
-		switch {
-		case to.deadline >= end:
-			if !to.IsCancelled() {
-				b.minDeadline = min(b.minDeadline, to.deadline)
-			}
-		case to.timer.isStopped():
-			return
-		case to.markExpired():
-			b.remove(to)
-			to.timer.runTask(to)
+// occupancy is the set of the wheel's non-empty buckets, so that the worker
+// can find the next bucket that holds anything without walking the empty
+// ones: with 2^20 buckets and a handful of timeouts, going to sleep must not
+// cost a million checks. Level 0 has a bit per bucket; each level above has a
+// bit per word of the level below, set when that word is not zero; the top
+// level is one word. Finding the next member looks at most two words a level
+// (six levels for 2^30 buckets). It costs a bit per bucket, plus 1/64 of that
+// for the levels above. Worker only.
+type occupancy struct {
+	levels [][]uint64
+}
+
+// newOccupancy returns an empty set for n buckets.
+func newOccupancy(n int) occupancy {
+	var o occupancy
+	for {
+		words := (n + 63) / 64
+		o.levels = append(o.levels, make([]uint64, words))
+		if words == 1 {
+			return o
 		}
-		to = next
+		n = words
 	}
 }
 
-// clearTimeouts empties the bucket and cancels every timeout in it that is
-// still pending, appending those to unprocessed. Worker only; used at Stop.
-func (b *bucket) clearTimeouts(unprocessed []*Timeout) []*Timeout {
-	for to := b.head; to != nil; {
-		next := to.bucketNext
-		to.bucketNext, to.bucketPrev = nil, nil
-		if _, ok := to.markCancelled(); ok {
-			unprocessed = append(unprocessed, to)
+// add puts bucket i in the set.
+func (o *occupancy) add(i int) {
+	for _, level := range o.levels {
+		w := i >> 6
+		was := level[w]
+		level[w] = was | 1<<(i&63)
+		if was != 0 {
+			return // the levels above know this word already
 		}
-		to = next
+		i = w
 	}
-	b.head, b.tail = nil, nil
-	b.minDeadline = math.MaxInt64
-	return unprocessed
+}
+
+// remove takes bucket i out of the set.
+func (o *occupancy) remove(i int) {
+	for _, level := range o.levels {
+		w := i >> 6
+		level[w] &^= 1 << (i & 63)
+		if level[w] != 0 {
+			return
+		}
+		i = w
+	}
+}
+
+// next returns the smallest bucket index >= i in the set, or -1 if there is
+// none.
+func (o *occupancy) next(i int) int {
+	lvl := 0
+	for {
+		if lvl == len(o.levels) {
+			return -1
+		}
+		level := o.levels[lvl]
+		w := i >> 6
+		if w >= len(level) {
+			return -1
+		}
+		if rest := level[w] >> (i & 63); rest != 0 {
+			i += bits.TrailingZeros64(rest)
+			break
+		}
+		// Nothing at or after i in this word: look for the next non-zero
+		// word one level up.
+		i = w + 1
+		lvl++
+	}
+	for lvl > 0 {
+		lvl--
+		i = i<<6 + bits.TrailingZeros64(o.levels[lvl][i])
+	}
+	return i
 }

@@ -40,6 +40,7 @@ type config struct {
 	ticksPerWheel      int
 	maxPendingTimeouts int64
 	taskExecutor       func(task func())
+	taskWorkers        int
 	logger             *slog.Logger
 }
 
@@ -60,7 +61,12 @@ func WithTickDuration(d time.Duration) Option {
 
 // WithTicksPerWheel sets the number of buckets in the wheel; the default is
 // 512. n must be in [1, 1<<30] and is rounded up to a power of two. A bigger
-// wheel keeps buckets shorter when many timeouts are pending far ahead.
+// wheel keeps buckets shorter when many timeouts are pending far ahead; the
+// worker's cost of going to sleep does not grow with it.
+//
+// The wheel is allocated by NewTimer, up front: 24 bytes a bucket, plus a
+// bit a bucket to find the non-empty ones. The default costs 12KiB, 1<<20
+// buckets 24MiB, and the largest, 1<<30, 24GiB.
 func WithTicksPerWheel(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n <= 0 || n > maxTicksPerWheel {
@@ -101,6 +107,25 @@ func WithTaskExecutor(exec func(task func())) Option {
 	})
 }
 
+// WithTaskWorkers runs tasks on a pool of n goroutines that the Timer starts
+// with its worker and ends in Stop, which waits for the tasks running on
+// them. A slow task (a blocked write, say) then delays only its own pool
+// goroutine, not expiry nor the other tasks. Tasks are handed out in the
+// order the worker expires them, through an unbounded queue, so the worker
+// never waits for the pool; a periodic timeout never has two runs at once.
+// Stop called from a pooled task neither deadlocks nor waits, as from a task
+// on the worker. n must be positive, and the option cannot be combined with
+// WithTaskExecutor.
+func WithTaskWorkers(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("hashedwheel: WithTaskWorkers(%d): the number of task workers must be > 0", n)
+		}
+		c.taskWorkers = n
+		return nil
+	})
+}
+
 // WithLogger sets the logger for warnings (a raised tick duration, too many
 // live timers) and for panics recovered from tasks. The default is
 // slog.Default() as NewTimer finds it. l must not be nil; to discard the
@@ -130,11 +155,16 @@ func newConfig(opts []Option) (config, error) {
 			return config{}, err
 		}
 	}
+	if c.taskWorkers > 0 && c.taskExecutor != nil {
+		return config{}, fmt.Errorf("hashedwheel: WithTaskWorkers(%d) and WithTaskExecutor both given: "+
+			"tasks run either on the pool or through the executor", c.taskWorkers)
+	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
 	c.ticksPerWheel = nextPowerOfTwo(c.ticksPerWheel)
-	// Netty also rejects the limit itself; API.md rejects only overflow.
+	// Netty also rejects the limit itself; the contract rejects only
+	// overflow.
 	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) > limit {
 		return config{}, fmt.Errorf("hashedwheel: WithTickDuration(%v): with %d ticks per wheel it must be at most %v",
 			c.tickDuration, c.ticksPerWheel, time.Duration(limit))

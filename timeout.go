@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -9,9 +10,27 @@ import (
 
 // TimerTask is a task that a Timer runs once its Timeout is due.
 type TimerTask interface {
-	// Run is called once, on the timer's worker goroutine or through its
-	// WithTaskExecutor, with the Timeout that became due.
+	// Run is called once, or once per period for a periodic timeout, on
+	// the timer's worker goroutine, on one of its WithTaskWorkers
+	// goroutines, or through its WithTaskExecutor, with the Timeout that
+	// became due.
 	Run(timeout *Timeout)
+}
+
+// CancelledTask is a TimerTask that wants to know when Timeout.Cancel
+// cancels one of its timeouts, for example to release what the task would
+// have released (Netty 4.2's TimerTask.cancelled).
+//
+// The worker calls Cancelled exactly once for each timeout of the task that
+// Cancel cancelled, on the worker goroutine, after it has unlinked the
+// timeout from the wheel: within about one tick of the Cancel call, and
+// before the worker exits even if Timer.Stop comes first. Timeouts that Stop
+// cancels are returned by Stop instead, and get no call. A panic in Cancelled
+// is recovered and logged, as one in Run is. Like Run, Cancelled should
+// return quickly: expiry waits for it.
+type CancelledTask interface {
+	TimerTask
+	Cancelled(timeout *Timeout)
 }
 
 // TimerFunc adapts an ordinary function to a TimerTask.
@@ -20,53 +39,102 @@ type TimerFunc func(timeout *Timeout)
 // Run calls f(timeout).
 func (f TimerFunc) Run(timeout *Timeout) { f(timeout) }
 
-// funcTask is the TimerTask behind Timer.AfterFunc. A func value fits in an
-// interface without an allocation, so AfterFunc costs what NewTimeout does.
+// funcTask is the TimerTask behind Timer.AfterFunc and Timer.Every. A func
+// value fits in an interface without an allocation, so AfterFunc costs what
+// NewTimeout does.
 type funcTask func()
 
 func (f funcTask) Run(*Timeout) { f() }
 
-// Timeout states. The phase moves once, from stInit to stCancelled or to
-// stExpired, and only by CompareAndSwap, so exactly one of Cancel, expiry and
-// Stop wins. stLinked is set, also by CompareAndSwap, by the worker when the
-// timeout enters a bucket; it tells Cancel whether the worker must be asked to
-// unlink the timeout.
+// periodicTask is the task of a periodic timeout: the user's task and the
+// period. It is allocated once, with the timeout, so that runs allocate
+// nothing.
+type periodicTask struct {
+	task   TimerTask
+	period int64 // nanoseconds, > 0
+
+	// run runs one period of the timeout through a WithTaskExecutor,
+	// made once so that handing a run to the executor allocates nothing.
+	run func()
+}
+
+func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
+
+// Timeout states. A timeout's state word holds its phase, flags and a
+// generation count, and changes only by CompareAndSwap (or an atomic And of
+// the worker's own flag), so that exactly one of Cancel, expiry and Stop wins
+// and a Reset is never lost.
+//
+// The phase moves once, from stInit (pending) to stCancelled or to
+// stExpired. A periodic timeout stays stInit until it is cancelled.
+//
+// The flags:
+//   - stLinked: the timeout is in a bucket of the wheel, so a Cancel (or a
+//     Reset to an earlier deadline) must tell the worker through the
+//     changes queue. Set by the worker when it links the timeout; cleared
+//     when it hands out a periodic run.
+//   - stQueued: the timeout is in the changes queue, or is about to be
+//     pushed there by the Cancel or Reset that set the flag. Only that call
+//     pushes it, so the timeout is in the queue at most once. The worker
+//     clears it when it pops the timeout.
+//   - stBusy: a Reset is writing the deadline. The worker does not expire a
+//     timeout while the flag is set; a second Reset waits for the first.
+//   - stRunning: a periodic run has been handed out and has not yet come
+//     back to the worker (through the queue of new timeouts). Reset returns
+//     false meanwhile.
+//
+// Each successful Reset adds genInc, so that a worker that read the old
+// deadline cannot expire the timeout with a CompareAndSwap of the old state.
 const (
 	stInit      int32 = 0
 	stCancelled int32 = 1
 	stExpired   int32 = 2
 	phaseMask   int32 = 3
-	stLinked    int32 = 4
+
+	stLinked  int32 = 1 << 2
+	stQueued  int32 = 1 << 3
+	stBusy    int32 = 1 << 4
+	stRunning int32 = 1 << 5
+
+	genInc int32 = 1 << 8
 )
 
 // Timeout is the handle of a task scheduled on a Timer. Its methods are safe
 // for concurrent use.
 //
-// A Timeout is one 64-byte allocation: its queue link and bucket links live
-// inside it. The pointer fields come first, so the garbage collector stops
-// scanning a Timeout after six of its eight words.
+// A one-shot Timeout is one 64-byte allocation: its queue link and bucket
+// links live inside it. The pointer fields come first, so the garbage
+// collector stops scanning a Timeout after six of its eight words.
 type Timeout struct {
 	timer *Timer    // immutable
-	task  TimerTask // immutable
+	task  TimerTask // immutable; a *periodicTask for a periodic timeout
 
-	// next links the timeout into its shard's queue of new timeouts, and
-	// later, if it is cancelled in a bucket, into the timer's queue of cancelled
-	// timeouts. It is never in both at once. See mpscQueue.
+	// next links the timeout into its shard's queue of new timeouts
+	// (when it is scheduled, and when a periodic run comes back), or into
+	// the timer's changes queue. It is never in both at once: the changes
+	// queue takes only linked timeouts, which have left the new-timeouts
+	// queue, and a periodic run goes back to that queue only after the
+	// worker has unlinked the timeout and cleared stLinked. See mpscQueue.
 	next atomic.Pointer[Timeout]
 
-	// bucketNext and bucketPrev link the timeout into its bucket. Worker only.
+	// bucketNext and bucketPrev link the timeout into its bucket, or into
+	// the timer's list of periodic runs in flight. Worker only.
 	bucketNext, bucketPrev *Timeout
 
 	// deadline is when the task is due, in nanoseconds since the timer
-	// started. Immutable.
+	// started. Written before the timeout is published; later only by Reset
+	// while it holds stBusy, and by the worker for the next period of a
+	// periodic timeout while stRunning keeps Reset out. Read with
+	// atomic.LoadInt64 by any goroutine.
 	deadline int64
 
-	// state holds the phase and stLinked. Any goroutine may read it; it
-	// changes only by CompareAndSwap.
+	// state holds the phase, the flags and the generation. Any goroutine
+	// may read it; it changes as the constants above say.
 	state atomic.Int32
 
-	// bucketIndex is the index of the timeout's bucket in the wheel. Worker
-	// only; valid while stLinked is set and the timeout is still linked.
+	// bucketIndex is the index of the timeout's bucket in the wheel, or -1
+	// once the worker has taken it out of the wheel. Worker only;
+	// meaningful once stLinked has been set.
 	bucketIndex int32
 }
 
@@ -74,74 +142,158 @@ type Timeout struct {
 func (to *Timeout) Timer() *Timer { return to.timer }
 
 // Task returns the task the timeout runs. For a timeout made by
-// Timer.AfterFunc it is a TimerTask that calls the function.
-func (to *Timeout) Task() TimerTask { return to.task }
+// Timer.AfterFunc or Timer.Every it is a TimerTask that calls the function.
+func (to *Timeout) Task() TimerTask {
+	if p, ok := to.task.(*periodicTask); ok {
+		return p.task
+	}
+	return to.task
+}
 
-// Deadline returns when the timeout is due, on the timer's clock. The task
-// never runs before it. Delays of zero or less are due when scheduled; a delay
-// too large to represent saturates, and the timeout never comes due.
+// Deadline returns when the timeout is due, on the timer's clock: for a
+// periodic timeout, when its next run is due. The task never runs before it.
+// Delays of zero or less are due when scheduled; a delay too large to
+// represent saturates, and the timeout never comes due.
 func (to *Timeout) Deadline() time.Time {
-	return to.timer.startTime.Add(time.Duration(to.deadline))
+	if to.timer == nil {
+		return time.Time{}
+	}
+	return to.timer.startTime.Add(time.Duration(atomic.LoadInt64(&to.deadline)))
 }
 
 // IsExpired reports whether the timeout came due and its task was handed to be
-// run. It becomes true just before the task runs.
+// run. It becomes true just before the task runs. It stays false for a
+// periodic timeout, which is pending until it is cancelled.
 func (to *Timeout) IsExpired() bool { return to.state.Load()&phaseMask == stExpired }
 
 // IsCancelled reports whether the timeout was cancelled, by Cancel or by
-// Timer.Stop. A cancelled timeout's task never runs.
+// Timer.Stop. A cancelled timeout's task never runs again.
 func (to *Timeout) IsCancelled() bool { return to.state.Load()&phaseMask == stCancelled }
 
 // Cancel stops the timeout's task from running. It reports whether this call
 // moved the timeout from pending to cancelled; it returns false if the task
 // already ran or was handed to run, or the timeout was already cancelled.
-// Cancel does not wait for a running task.
+// Cancel does not wait for a running task. On a periodic timeout it stops the
+// runs after the one in progress, if any; it may be called from inside the
+// timeout's own task.
 //
 // The timeout leaves Timer.PendingTimeouts at once; the worker unlinks it from
-// its bucket within one tick, so that it holds no memory there.
+// its bucket within one tick, so that it holds no memory there, and then calls
+// Cancelled if the task is a CancelledTask.
 func (to *Timeout) Cancel() bool {
-	from, ok := to.markCancelled()
-	if ok && from&stLinked != 0 {
-		// A timeout still in the new-timeouts queue needs nothing more: the
-		// worker drops it when it comes out. One in a bucket must be unlinked.
-		to.timer.cancelledTimeouts.push(to)
-		to.timer.wakeWorker()
+	t := to.timer
+	if t == nil {
+		return false
 	}
-	return ok
-}
-
-// markCancelled moves the timeout from stInit to stCancelled and counts it
-// out of the timer's pending timeouts. It reports the state it moved from and
-// whether it did.
-func (to *Timeout) markCancelled() (from int32, ok bool) {
 	for {
 		s := to.state.Load()
 		if s&phaseMask != stInit {
-			return s, false
+			return false
 		}
-		if to.state.CompareAndSwap(s, s|stCancelled) {
-			to.timer.pendingFor(to).Add(-1)
-			return s, true
+		// A timeout still in the new-timeouts queue, or out on a periodic
+		// run, comes back to the worker by itself. One in a bucket must be
+		// pointed out, unless it is in the changes queue already.
+		push := s&stLinked != 0 && s&stQueued == 0
+		ns := s | stCancelled
+		if push {
+			ns |= stQueued
+		}
+		if to.state.CompareAndSwap(s, ns) {
+			t.pendingFor(to).Add(-1)
+			if push {
+				t.changes.push(to)
+				t.wakeWorker()
+			}
+			return true
 		}
 	}
 }
 
-// markExpired moves a linked timeout from stInit to stExpired and counts it
-// out of the timer's pending timeouts. Worker only.
-func (to *Timeout) markExpired() bool {
-	if !to.state.CompareAndSwap(stLinked, stLinked|stExpired) {
+// Reset moves a pending timeout's deadline to delay from now and reports
+// true; the task then runs once at the new deadline (never before it, at
+// about one tick after it at most) and not at the old one. As with
+// NewTimeout, a delay of zero or less means the next tick and a huge delay
+// saturates. On a periodic timeout Reset moves the next run, and the runs
+// after it follow every period from there.
+//
+// Reset returns false and changes nothing if the timeout has expired, is
+// cancelled, or is being run (a periodic timeout whose run is in progress,
+// including from inside its own task). Then schedule a new timeout if the
+// task should run again.
+//
+// Reset allocates nothing. Moving a deadline later costs a clock read and
+// two compare-and-swaps: the worker moves the timeout to its new bucket when
+// it next visits the old one. Moving it earlier also hands the timeout to the
+// worker, and wakes it if it sleeps.
+func (to *Timeout) Reset(delay time.Duration) bool {
+	t := to.timer
+	if t == nil {
 		return false
 	}
-	to.timer.pendingFor(to).Add(-1)
-	return true
+	now := t.elapsed()
+	if now < 0 {
+		return false // wrong clock: see errClockMismatch
+	}
+	// Take stBusy, so that the worker cannot expire the timeout on the old
+	// deadline once the new one is written.
+	for {
+		s := to.state.Load()
+		if s&phaseMask != stInit || s&stRunning != 0 {
+			return false
+		}
+		if s&stBusy != 0 {
+			runtime.Gosched() // another Reset of this timeout is writing
+			continue
+		}
+		if to.state.CompareAndSwap(s, s|stBusy) {
+			break
+		}
+	}
+	old := atomic.LoadInt64(&to.deadline)
+	deadline := addDelay(now, delay)
+	atomic.StoreInt64(&to.deadline, deadline)
+	for {
+		s := to.state.Load()
+		// A Cancel may have come meanwhile; it keeps stBusy for us to clear.
+		push := deadline < old && s&phaseMask == stInit && s&stLinked != 0 && s&stQueued == 0
+		ns := (s &^ stBusy) + genInc
+		if push {
+			ns |= stQueued
+		}
+		if to.state.CompareAndSwap(s, ns) {
+			if push {
+				t.changes.push(to)
+				t.wakeWorker()
+			}
+			return true
+		}
+	}
+}
+
+// markCancelled moves the timeout from pending to cancelled for Stop and
+// counts it out of the timer's pending timeouts. It reports whether it did.
+func (to *Timeout) markCancelled() bool {
+	for {
+		s := to.state.Load()
+		if s&phaseMask != stInit {
+			return false
+		}
+		if to.state.CompareAndSwap(s, s|stCancelled) {
+			to.timer.pendingFor(to).Add(-1)
+			return true
+		}
+	}
 }
 
 // String describes the timeout: how far its deadline is, whether it was
 // cancelled, and its task, in the form of Netty's HashedWheelTimeout.
 func (to *Timeout) String() string {
+	if to.timer == nil {
+		return "hashedwheel.Timeout(not scheduled)"
+	}
 	var b strings.Builder
 	b.WriteString("hashedwheel.Timeout(deadline: ")
-	switch remaining := time.Duration(to.deadline - to.timer.elapsed()); {
+	switch remaining := time.Duration(atomic.LoadInt64(&to.deadline) - to.timer.elapsed()); {
 	case remaining > 0:
 		fmt.Fprintf(&b, "%v later", remaining)
 	case remaining < 0:
@@ -152,6 +304,6 @@ func (to *Timeout) String() string {
 	if to.IsCancelled() {
 		b.WriteString(", cancelled")
 	}
-	fmt.Fprintf(&b, ", task: %v)", to.task)
+	fmt.Fprintf(&b, ", task: %v)", to.Task())
 	return b.String()
 }

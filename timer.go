@@ -33,9 +33,20 @@
 // Facility" (scheme 6, the hashed wheel with unsorted lists), as Netty's
 // HashedWheelTimer implements it. New timeouts go into a lock-free queue; on
 // each tick the worker moves up to 100,000 of them into buckets, and runs the
-// tasks of the current bucket whose remaining rounds have reached zero.
-// Unlike Netty's, the worker parks when there is nothing to do and sleeps
-// through runs of empty buckets, so an idle Timer costs no CPU.
+// tasks of the current bucket whose deadline is before the end of the tick:
+// exactly those whose remaining rounds Netty would find at zero. Comparing
+// deadlines instead of counting rounds down lets the worker skip visits: it
+// parks when there is nothing to do and sleeps through ticks at which nothing
+// is due, so an idle Timer costs no CPU.
+//
+// # Jobs
+//
+// Beyond Netty's one-shot timeouts, Timeout.Reset re-arms an idle deadline
+// without allocating, Timer.Every and Timer.NewPeriodicTimeout run heartbeats
+// that do not drift, CancelledTask tells a task it was cancelled,
+// WithTaskWorkers runs tasks on a pool so a slow one delays only itself,
+// Timer.Stats reports what the worker did, and Timer.WithTimeout and
+// Timer.WithDeadline keep request deadlines as a context.Context.
 package hashedwheel
 
 import (
@@ -43,6 +54,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -60,9 +72,26 @@ var ErrTimerStopped = errors.New("hashedwheel: timer stopped")
 // WithMaxPendingTimeouts limit.
 var ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
 
-// ErrNilTask is returned by NewTimeout with a nil task and by AfterFunc with a
-// nil function.
+// ErrNilTask is returned by NewTimeout and NewPeriodicTimeout with a nil task
+// and by AfterFunc and Every with a nil function.
 var ErrNilTask = errors.New("hashedwheel: nil task")
+
+// ErrInvalidPeriod is returned, wrapped with the period, by NewPeriodicTimeout
+// and Every when the period is not positive.
+var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
+
+// errNotCreated is returned by the methods of a Timer that NewTimer did not
+// make, such as the zero value.
+var errNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
+	"use hashedwheel.NewTimer, not a zero Timer value")
+
+// errClockMismatch is returned when a Timer is used with a different clock
+// from the one it started on: started outside a testing/synctest bubble and
+// used inside one, or created on one side and started on the other. Its
+// deadlines would be decades off and never come due.
+var errClockMismatch = errors.New("hashedwheel: Timer used with another clock than it was " +
+	"created or started on (a testing/synctest bubble and outside it); " +
+	"create, start and use a Timer inside the one bubble that uses it")
 
 // Worker states. The state moves init→started→shutdown or init→shutdown, and
 // never back.
@@ -80,11 +109,12 @@ const maxTransfersPerTick = 100_000
 // Timer schedules tasks to run after a delay, on a hashed wheel. Its methods
 // are safe for concurrent use by any number of goroutines.
 //
-// Many goroutines produce timeouts (NewTimeout, AfterFunc, Cancel); one worker
-// goroutine, started by Start or the first NewTimeout, owns the wheel and runs
-// the tasks. Producers never touch the wheel: they hand timeouts to the
-// worker through lock-free queues: new timeouts through the queues of the
-// shards, cancelled timeouts that are linked in a bucket through one more.
+// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every, Cancel,
+// Reset); one worker goroutine, started by Start or the first NewTimeout, owns
+// the wheel and hands out the tasks. Producers never touch the wheel: they
+// hand timeouts to the worker through lock-free queues: new timeouts (and
+// periodic ones back from a run) through the queues of the shards, timeouts
+// in a bucket that were cancelled or reset earlier through one more.
 type Timer struct {
 	// Configuration, immutable after NewTimer.
 	tickDuration       int64 // nanoseconds, at least minTickDuration
@@ -92,9 +122,33 @@ type Timer struct {
 	maxPendingTimeouts int64 // <= 0: unlimited
 	taskExecutor       func(task func())
 	logger             *slog.Logger
+	pool               *taskPool // nil unless WithTaskWorkers
+
+	// createdOnFakeClock records whether NewTimer ran inside a
+	// testing/synctest bubble, whose clock has no monotonic reading.
+	// Immutable.
+	createdOnFakeClock bool
 
 	// wheel is the array of buckets, a power of two long. Worker only.
 	wheel []bucket
+
+	// occupied is the set of non-empty buckets. Worker only.
+	occupied occupancy
+
+	// running lists the periodic timeouts whose run has been handed out and
+	// has not come back yet, so that Stop can return them. Worker only.
+	running bucket
+
+	// counters are the worker's statistics, copied to published before it
+	// blocks. Worker only.
+	counters counters
+
+	// published is what Stats reads. Written by the worker; atomic.
+	published publishedCounters
+
+	// scanned counts the buckets nextDueTick looked at, for tests. Worker
+	// only.
+	scanned uint64
 
 	// tick counts the ticks since startTime: the worker is processing, or
 	// waiting to process, tick number tick, which covers the deadlines in
@@ -156,9 +210,10 @@ type Timer struct {
 	// and count the pending ones.
 	shards [shardCount]shard
 
-	// cancelledTimeouts holds cancelled timeouts that the worker has to
-	// unlink from their buckets.
-	cancelledTimeouts mpscQueue
+	// changes holds timeouts in buckets that the worker has to look at
+	// again: cancelled ones to unlink, and ones Reset to an earlier
+	// deadline to move. A timeout is in it at most once (stQueued).
+	changes mpscQueue
 
 	// instance counts the timer among the live ones until Stop.
 	instance *instance
@@ -178,22 +233,30 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	t := &Timer{
 		tickDuration:       int64(c.tickDuration),
 		mask:               int64(c.ticksPerWheel - 1),
 		maxPendingTimeouts: c.maxPendingTimeouts,
 		taskExecutor:       c.taskExecutor,
 		logger:             c.logger,
+		createdOnFakeClock: isFakeClock(now),
 		wheel:              newWheel(c.ticksPerWheel),
+		occupied:           newOccupancy(c.ticksPerWheel),
+		transferBudget:     maxTransfersPerTick,
+		drainInterval:      int64(c.tickDuration),
 		wake:               make(chan struct{}, 1),
 		stopped:            make(chan struct{}),
 		done:               make(chan struct{}),
 		instance:           newInstance(c.logger),
 	}
+	if c.taskWorkers > 0 {
+		t.pool = newTaskPool(t, c.taskWorkers)
+	}
 	for i := range t.shards {
 		t.shards[i].timeouts.init()
 	}
-	t.cancelledTimeouts.init()
+	t.changes.init()
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
 	runtime.AddCleanup(t, (*instance).release, t.instance)
@@ -208,10 +271,15 @@ func (t *Timer) TickDuration() time.Duration { return time.Duration(t.tickDurati
 // to a power of two.
 func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
 
-// Start starts the worker goroutine, if it is not running yet. Calling it is
-// optional: NewTimeout and AfterFunc start the worker when needed. Start
-// returns ErrTimerStopped if the timer was stopped.
+// Start starts the worker goroutine (and the WithTaskWorkers pool), if it is
+// not running yet. Calling it is optional: NewTimeout and AfterFunc start the
+// worker when needed. Start returns ErrTimerStopped if the timer was stopped,
+// and an error if the Timer was created outside the testing/synctest bubble
+// it is started in, or inside one and started outside it.
 func (t *Timer) Start() error {
+	if t.wheel == nil {
+		return errNotCreated
+	}
 	switch t.state.Load() {
 	case stateStarted:
 		return nil
@@ -221,8 +289,15 @@ func (t *Timer) Start() error {
 	t.startMu.Lock()
 	defer t.startMu.Unlock()
 	if t.state.Load() == stateInit {
-		t.startTime = time.Now()
+		now := time.Now()
+		if isFakeClock(now) != t.createdOnFakeClock {
+			return errClockMismatch
+		}
+		t.startTime = now
 		if t.state.CompareAndSwap(stateInit, stateStarted) {
+			if t.pool != nil {
+				t.pool.start()
+			}
 			go t.run()
 		}
 	}
@@ -234,20 +309,22 @@ func (t *Timer) Start() error {
 
 // NewTimeout schedules task to run once, after delay. A delay of zero or less
 // runs it at the next tick; a delay too large to represent saturates, and the
-// task never runs. The task runs on the worker goroutine, or through the
-// WithTaskExecutor executor, at the first tick at or after the deadline.
+// task never runs. The task runs on the worker goroutine, on the
+// WithTaskWorkers pool or through the WithTaskExecutor executor, at the first
+// tick at or after the deadline.
 //
 // NewTimeout returns ErrNilTask for a nil task, ErrTimerStopped after Stop,
 // and an error wrapping ErrTooManyPendingTimeouts when the timer holds its
 // WithMaxPendingTimeouts limit.
 func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error) {
-	if task == nil {
+	if isNilTask(task) {
 		return nil, ErrNilTask
 	}
-	if f, ok := task.(TimerFunc); ok && f == nil {
-		return nil, ErrNilTask
+	to := &Timeout{timer: t, task: task}
+	if err := t.scheduleTimeout(to, delay); err != nil {
+		return nil, err
 	}
-	return t.schedule(task, delay)
+	return to, nil
 }
 
 // AfterFunc schedules f to run once, after delay, like NewTimeout. The
@@ -256,39 +333,122 @@ func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	return t.schedule(funcTask(f), delay)
+	to := &Timeout{timer: t, task: funcTask(f)}
+	if err := t.scheduleTimeout(to, delay); err != nil {
+		return nil, err
+	}
+	return to, nil
 }
 
-func (t *Timer) schedule(task TimerTask, delay time.Duration) (*Timeout, error) {
+// NewPeriodicTimeout schedules task to run every period, first at period
+// from now: run k is due at start + k*period, whatever the lateness of the
+// runs before it, and runs at the first tick at or after that. A run never
+// starts while the previous one is still running; runs that fall more than a
+// period behind (because a run or the worker was slow) are skipped, as a
+// time.Ticker drops ticks, never run back to back to catch up.
+//
+// The timeout stays pending until it is cancelled, by Cancel (also from
+// inside its own task) or by Stop: IsExpired stays false, PendingTimeouts
+// counts it once, Deadline reports the next run's due time, and Run gets the
+// same *Timeout every time. Reset moves the next run. Scheduling allocates
+// the timeout and its period; runs allocate nothing.
+//
+// NewPeriodicTimeout returns the errors NewTimeout does, and an error
+// wrapping ErrInvalidPeriod if period is not positive.
+func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeout, error) {
+	if isNilTask(task) {
+		return nil, ErrNilTask
+	}
+	if period <= 0 {
+		return nil, fmt.Errorf("%w: %v: the period must be > 0", ErrInvalidPeriod, period)
+	}
+	p := &periodicTask{task: task, period: int64(period)}
+	to := &Timeout{timer: t, task: p}
+	if t.taskExecutor != nil {
+		p.run = func() { t.runTimeout(to) }
+	}
+	if err := t.scheduleTimeout(to, period); err != nil {
+		return nil, err
+	}
+	return to, nil
+}
+
+// Every runs f every period, like NewPeriodicTimeout. The returned Timeout's
+// Task calls f; cancel it to stop the runs.
+func (t *Timer) Every(period time.Duration, f func()) (*Timeout, error) {
+	if f == nil {
+		return nil, ErrNilTask
+	}
+	return t.NewPeriodicTimeout(funcTask(f), period)
+}
+
+// isNilTask reports whether task is nil, or a nil TimerFunc or func.
+func isNilTask(task TimerTask) bool {
+	switch f := task.(type) {
+	case nil:
+		return true
+	case TimerFunc:
+		return f == nil
+	case funcTask:
+		return f == nil
+	}
+	return false
+}
+
+// scheduleTimeout schedules to, whose timer and task are set, after delay.
+// The caller allocates to, possibly inside a larger object.
+func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	if t.state.Load() != stateStarted {
 		if err := t.Start(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	to := &Timeout{timer: t, task: task}
-	pending := t.pendingFor(to)
-	if n := pending.Add(1); t.maxPendingTimeouts > 0 && n > t.maxPendingTimeouts {
-		pending.Add(-1)
-		return nil, fmt.Errorf("%w: %d pending, limit %d",
-			ErrTooManyPendingTimeouts, n-1, t.maxPendingTimeouts)
+	now := t.elapsed()
+	if now < 0 {
+		return errClockMismatch
 	}
-	to.deadline = t.deadlineAfter(delay)
+	if err := t.reservePending(to); err != nil {
+		return err
+	}
+	// to is not published yet: a plain write is enough.
+	to.deadline = addDelay(now, delay)
 	t.shardFor(to).timeouts.push(to)
 	t.wakeWorker()
 	// A Stop that ran since the check above may have drained the queue
 	// before the push. If so, take the timeout back; if the worker got it
 	// first, it has ended expired or cancelled, and the caller may have it.
 	if t.isStopped() && to.Cancel() {
-		return nil, ErrTimerStopped
+		return ErrTimerStopped
 	}
-	return to, nil
+	return nil
 }
 
-// deadlineAfter returns the deadline delay from now, in nanoseconds since the
-// timer started. Delays below zero count as zero, and a sum past
+// reservePending counts to among the pending timeouts, or fails if the
+// pending limit is reached. With a limit it never counts past it, so a
+// rejected call is never seen in PendingTimeouts and never makes another
+// call fail.
+func (t *Timer) reservePending(to *Timeout) error {
+	if t.maxPendingTimeouts <= 0 {
+		t.shardFor(to).pending.Add(1)
+		return nil
+	}
+	pending := &t.shards[0].pending
+	for {
+		n := pending.Load()
+		if n >= t.maxPendingTimeouts {
+			return fmt.Errorf("%w: %d pending, limit %d",
+				ErrTooManyPendingTimeouts, n, t.maxPendingTimeouts)
+		}
+		if pending.CompareAndSwap(n, n+1) {
+			return nil
+		}
+	}
+}
+
+// addDelay returns the deadline delay after now, both in nanoseconds since
+// the timer started. Delays below zero count as zero, and a sum past
 // math.MaxInt64 saturates.
-func (t *Timer) deadlineAfter(delay time.Duration) int64 {
-	now := t.elapsed()
+func addDelay(now int64, delay time.Duration) int64 {
 	if delay <= 0 {
 		return now
 	}
@@ -298,26 +458,37 @@ func (t *Timer) deadlineAfter(delay time.Duration) int64 {
 	return now + int64(delay)
 }
 
+// isFakeClock reports whether now was read inside a testing/synctest bubble,
+// whose clock has no monotonic reading; the real clock always has one.
+func isFakeClock(now time.Time) bool { return now == now.Round(0) }
+
 // elapsed returns the nanoseconds since the timer started, on its clock: the
 // monotonic clock, or a synctest bubble's fake one.
 func (t *Timer) elapsed() int64 { return int64(time.Since(t.startTime)) }
 
 // Stop stops the timer. The first call cancels every timeout still pending and
 // returns them; a timeout cancelled earlier is not among them. Later calls
-// return nil. When Stop returns, the worker goroutine has exited; if a task is
-// running, Stop waits for it to return.
+// return nil. When Stop returns, the worker goroutine and the WithTaskWorkers
+// pool have exited; if a task is running on them, Stop waits for it to
+// return, and tasks already handed to the pool run first. Timeouts still
+// pending never run after Stop. A periodic timeout is pending between its
+// runs and during one, so Stop returns it; a run in progress on an executor
+// goroutine is not waited for.
 //
-// Called from a task running on the worker goroutine, Stop neither waits nor
-// deadlocks: it marks the timer stopped and returns nil, and the worker
-// cancels the pending timeouts and exits once the task returns. (A task that
-// a WithTaskExecutor runs on another goroutine while the worker waits for it
-// is not on the worker goroutine, and must not call Stop.)
+// Called from a task running on the worker goroutine or on the pool, Stop
+// neither waits nor deadlocks: it marks the timer stopped and returns nil,
+// and the worker cancels the pending timeouts and exits once the task
+// returns. (A task that a WithTaskExecutor runs on another goroutine while
+// the worker waits for it is on neither, and must not call Stop.)
 //
 // After Stop, NewTimeout, AfterFunc and Start return ErrTimerStopped and
 // PendingTimeouts returns 0.
 func (t *Timer) Stop() []*Timeout {
+	if t.wheel == nil {
+		return nil // not made by NewTimer: nothing to stop
+	}
 	id := goroutineID()
-	onWorker := id != 0 && id == t.workerID.Load()
+	onWorker := id != 0 && (id == t.workerID.Load() || t.pool.runs(id))
 	for {
 		switch t.state.Load() {
 		case stateInit:
@@ -352,7 +523,7 @@ func (t *Timer) Stop() []*Timeout {
 // PendingTimeouts returns the number of timeouts scheduled that have neither
 // expired nor been cancelled. It is 0 after Stop.
 func (t *Timer) PendingTimeouts() int64 {
-	if t.isStopped() {
+	if t.wheel == nil || t.isStopped() {
 		return 0
 	}
 	var n int64
@@ -411,18 +582,19 @@ func (t *Timer) wakeWorker() {
 	}
 }
 
-// runTask runs the task of an expired timeout, through the executor if there
-// is one. A panic in the task, or in the executor, is logged with the timeout
-// and does not reach the worker.
-func (t *Timer) runTask(to *Timeout) {
-	if t.taskExecutor == nil {
-		t.callTask(to)
+// execute hands an expired timeout's task to the WithTaskExecutor executor.
+// A panic in the executor is logged with the timeout and does not reach the
+// worker.
+func (t *Timer) execute(to *Timeout) {
+	defer t.recoverPanic(to, "task executor")
+	if p, ok := to.task.(*periodicTask); ok {
+		t.taskExecutor(p.run)
 		return
 	}
-	defer t.recoverPanic(to, "task executor")
 	t.taskExecutor(func() { t.callTask(to) })
 }
 
+// callTask runs to's task; a panic in it is logged with the timeout.
 func (t *Timer) callTask(to *Timeout) {
 	defer t.recoverPanic(to, "task")
 	to.task.Run(to)
@@ -430,9 +602,66 @@ func (t *Timer) callTask(to *Timeout) {
 
 func (t *Timer) recoverPanic(to *Timeout, what string) {
 	if r := recover(); r != nil {
-		t.logger.Error("hashedwheel: "+what+" panicked",
+		t.logError("hashedwheel: "+what+" panicked",
 			"timeout", to, "panic", r, "stack", string(debug.Stack()))
 	}
+}
+
+// logError logs through the timer's logger. A logger that panics must not
+// take the worker down with it: its panic is written to standard error with
+// the message instead.
+func (t *Timer) logError(msg string, args ...any) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "%s %v (and the logger panicked: %v)\n", msg, args, r)
+		}
+	}()
+	t.logger.Error(msg, args...)
+}
+
+// Stats is a snapshot of what a Timer's worker has done. The counters only
+// grow; they are at most about a tick behind the worker.
+type Stats struct {
+	Pending     int64         // as PendingTimeouts
+	Expired     uint64        // task runs handed out (each run of a periodic timeout counts)
+	Cancelled   uint64        // timeouts cancelled, by Cancel or by Stop
+	Ticks       uint64        // ticks the worker has processed
+	Wakeups     uint64        // times the worker goroutine woke up
+	Late        uint64        // runs handed out more than two ticks after their deadline
+	MaxLateness time.Duration // largest (hand-out time - deadline) seen
+}
+
+// Stats returns the timer's statistics. It is safe to call at any time,
+// also after Stop, and cheap: it reads a few atomics and holds no lock.
+// Keeping the statistics costs NewTimeout, Cancel and Reset nothing: the
+// worker counts what it sees (a cancellation when it unlinks or drops the
+// timeout) and publishes its counts before it sleeps.
+func (t *Timer) Stats() Stats {
+	if t.wheel == nil {
+		return Stats{}
+	}
+	p := &t.published
+	return Stats{
+		Pending:     t.PendingTimeouts(),
+		Expired:     p.expired.Load(),
+		Cancelled:   p.cancelled.Load(),
+		Ticks:       p.ticks.Load(),
+		Wakeups:     p.wakeups.Load(),
+		Late:        p.late.Load(),
+		MaxLateness: time.Duration(p.maxLateness.Load()),
+	}
+}
+
+// counters are the worker's own statistics.
+type counters struct {
+	expired, cancelled, ticks, wakeups, late uint64
+	maxLateness                              int64
+}
+
+// publishedCounters are the counters as Stats reads them.
+type publishedCounters struct {
+	expired, cancelled, ticks, wakeups, late atomic.Uint64
+	maxLateness                              atomic.Int64
 }
 
 // instanceCountLimit is how many live timers a process may have before

@@ -196,3 +196,61 @@ func newTestLogger() (*slog.Logger, *bytes.Buffer) {
 	var b bytes.Buffer
 	return slog.New(slog.NewTextHandler(&b, nil)), &b
 }
+
+func TestSparseWheelGoesToSleepWithoutWalkingIt(t *testing.T) {
+	// With 2^20 buckets and one timeout an hour away, each schedule and
+	// cancel wakes the worker, which then goes back to sleep. Finding the
+	// next due tick must look at the buckets that hold something, not at a
+	// million empty ones.
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(1<<20))
+		require.NoError(t, err)
+		defer tm.Stop()
+		_, err = tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		synctest.Wait()
+		before := tm.scanned
+		const rounds = 500
+		for i := range rounds {
+			to, err := tm.AfterFunc(time.Duration(i+1)*time.Second, func() {})
+			require.NoError(t, err)
+			synctest.Wait()
+			to.Cancel()
+			synctest.Wait()
+		}
+		// Two sleeps a round, each looking at the one or two buckets in use.
+		assert.LessOrEqual(t, tm.scanned-before, uint64(rounds*2*2))
+		assert.Equal(t, int64(1), tm.PendingTimeouts())
+	})
+}
+
+func TestOccupancyFindsTheNextNonEmptyBucket(t *testing.T) {
+	for _, n := range []int{1, 8, 64, 65, 4096, 1 << 20} {
+		o := newOccupancy(n)
+		set := map[int]bool{}
+		for _, i := range []int{0, 1, 63, 64, 65, 4095, 4096, 262143, 262144, n - 1} {
+			if i < n {
+				o.add(i)
+				set[i] = true
+			}
+		}
+		// Check next from every interesting position against a linear scan.
+		for _, from := range []int{0, 1, 2, 62, 63, 64, 65, 66, 4094, 4095, 4096, 4097, 262143, 262144, 262145, n - 1, n} {
+			if from > n {
+				continue
+			}
+			want := -1
+			for i := from; i < n; i++ {
+				if set[i] {
+					want = i
+					break
+				}
+			}
+			assert.Equal(t, want, o.next(from), "n=%d from=%d", n, from)
+		}
+		for i := range set {
+			o.remove(i)
+		}
+		assert.Equal(t, -1, o.next(0), "n=%d: not empty after removing all", n)
+	}
+}

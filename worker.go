@@ -5,14 +5,16 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
-// run is the worker goroutine: Netty's Worker.run. Each tick it unlinks the
-// timeouts cancelled in buckets, moves new timeouts into buckets, expires the
-// current bucket and advances. Ticks are absolute, counted from startTime, so
-// they do not drift; a worker that falls behind processes the missed ticks
-// back to back.
+// run is the worker goroutine: Netty's Worker.run. Each tick it processes
+// the changes queue (unlinking cancelled timeouts, moving those reset to an
+// earlier deadline), moves new timeouts into buckets, expires the current
+// bucket and advances. Ticks are absolute, counted from startTime, so they do
+// not drift; a worker that falls behind processes the missed ticks back to
+// back.
 func (t *Timer) run() {
 	exited := false
 	defer func() {
@@ -20,8 +22,9 @@ func (t *Timer) run() {
 			// A task called runtime.Goexit (t.FailNow in a test callback
 			// does), which recover cannot stop. The wheel is intact and the
 			// tick unfinished: carry on in a new goroutine, which processes
-			// the rest of this tick.
-			t.logger.Error("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
+			// the rest of this tick with what is left of its transfer
+			// budget.
+			t.logError("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
 				"the worker goes on in a new goroutine")
 			go t.run()
 			return
@@ -33,19 +36,22 @@ func (t *Timer) run() {
 	// bubble it runs on the bubble's clock.
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
-	t.transferBudget = maxTransfersPerTick
-	t.drainInterval = t.tickDuration
-	for {
-		if !t.waitForNextTick(sleep) {
-			break
-		}
+	for t.waitForNextTick(sleep) {
 		idx := t.tick & t.mask
-		t.processCancelledTasks()
+		t.processChanges()
 		t.transferTimeoutsToBuckets()
-		t.wheel[idx].expireTimeouts(t.tickEnd(t.tick))
+		t.expireTimeouts(idx)
+		t.counters.ticks++
 		t.advanceTo(t.tick + 1)
 	}
+	if t.pool != nil {
+		// Tasks already handed to the pool are expired: they run before
+		// Stop returns. Periodic runs come back through the queues, where
+		// collectUnprocessed finds them.
+		t.pool.close()
+	}
 	t.unprocessed = t.collectUnprocessed()
+	t.publishStats()
 	exited = true
 }
 
@@ -119,7 +125,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		target, park := t.tick, false
 		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= t.tickEnd(t.tick) {
 			t.sleeping.Store(true)
-			if t.newTimeoutsEmpty() && t.cancelledTimeouts.isEmpty() {
+			if t.newTimeoutsEmpty() && t.changes.isEmpty() {
 				target, park = t.nextDueTick()
 				// A tick that never ends holds nothing that comes due.
 				park = park || t.tickEnd(target) == math.MaxInt64
@@ -128,6 +134,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 				t.sleeping.Store(false)
 			}
 		}
+		t.publishStats()
 		if park {
 			select {
 			case <-t.wake:
@@ -147,6 +154,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 				sleep.Stop()
 			}
 		}
+		t.counters.wakeups++
 		if park || target > t.tick {
 			t.sleeping.Store(false)
 			// Nothing was due in the ticks slept through, and nothing was
@@ -162,46 +170,103 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 }
 
 // nextDueTick returns the first tick, from t.tick on, at which a bucket may
-// have a timeout due, or park true if the wheel is empty. It scans the wheel
-// in tick order and stops at the first bucket due at its next visit, so the
-// cost of a scan is at most one check per tick it lets the worker sleep.
+// have a timeout due, or park true if the wheel is empty. It looks only at
+// non-empty buckets, in tick order, and stops at the first one due at its
+// next visit, or once the next visits are later than the earliest due tick
+// found, so its cost does not grow with the wheel.
 func (t *Timer) nextDueTick() (due int64, park bool) {
 	due, park = math.MaxInt64, true
-	for i := range int64(len(t.wheel)) {
-		b := &t.wheel[(t.tick+i)&t.mask]
-		if b.head == nil {
-			continue
+	cur := int(t.tick & t.mask)
+	// Buckets cur..len-1 are visited at offsets 0.., then 0..cur-1.
+	for _, span := range [2]struct{ from, to, offset int }{
+		{cur, len(t.wheel), -cur},
+		{0, cur, len(t.wheel) - cur},
+	} {
+		for i := t.occupied.next(span.from); i >= 0 && i < span.to; i = t.occupied.next(i + 1) {
+			visit := t.tick + int64(i+span.offset)
+			if visit >= due {
+				return due, park
+			}
+			t.scanned++
+			// The bucket's timeouts due later are due at the tick of their
+			// deadline.
+			bucketDue := max(t.wheel[i].minDeadline/t.tickDuration, visit)
+			if bucketDue == visit {
+				return visit, false
+			}
+			due, park = min(due, bucketDue), false
 		}
-		// The bucket's next visit is at tick t.tick+i; its timeouts due
-		// later are due at the tick of their deadline.
-		bucketDue := max(b.minDeadline/t.tickDuration, t.tick+i)
-		if bucketDue == t.tick+i {
-			return bucketDue, false
-		}
-		due, park = min(due, bucketDue), false
 	}
 	return due, park
 }
 
-// processCancelledTasks unlinks the timeouts cancelled since the last tick
-// from their buckets.
-func (t *Timer) processCancelledTasks() {
+// link puts to into bucket idx of the wheel and marks the bucket occupied.
+func (t *Timer) link(to *Timeout, idx int64) {
+	to.bucketIndex = int32(idx)
+	b := &t.wheel[idx]
+	if b.head == nil {
+		t.occupied.add(int(idx))
+	}
+	b.add(to)
+}
+
+// unlink takes to out of its bucket.
+func (t *Timer) unlink(to *Timeout) {
+	idx := to.bucketIndex
+	b := &t.wheel[idx]
+	b.remove(to)
+	if b.head == nil {
+		t.occupied.remove(int(idx))
+	}
+	to.bucketIndex = -1
+}
+
+// slotFor returns the bucket for a deadline: that of the deadline's tick, or
+// of the current tick if that has passed.
+func (t *Timer) slotFor(deadline int64) int64 {
+	return max(deadline/t.tickDuration, t.tick) & t.mask
+}
+
+// processChanges handles the timeouts that Cancel or Reset pointed out since
+// the last tick: it unlinks the cancelled ones from their buckets and moves
+// those reset to an earlier deadline to the bucket of that deadline.
+func (t *Timer) processChanges() {
 	for {
-		to := t.cancelledTimeouts.pop()
+		to := t.changes.pop()
 		if to == nil {
 			return
 		}
-		t.wheel[to.bucketIndex].remove(to)
+		// Clear stQueued before reading the state, so that a change made
+		// after this read is pushed again rather than lost.
+		s := to.state.And(^stQueued) &^ stQueued
+		if to.bucketIndex < 0 {
+			continue // left the wheel since it was pushed
+		}
+		switch s & phaseMask {
+		case stCancelled:
+			t.unlink(to)
+			t.counters.cancelled++
+			t.notifyCancelled(to)
+		case stInit:
+			deadline := atomic.LoadInt64(&to.deadline)
+			if idx := t.slotFor(deadline); idx != int64(to.bucketIndex) {
+				t.unlink(to)
+				t.link(to, idx)
+			} else {
+				b := &t.wheel[idx]
+				b.minDeadline = min(b.minDeadline, deadline)
+			}
+		}
 	}
 }
 
-// transferTimeoutsToBuckets moves new timeouts into their buckets, as many
-// as the tick's transfer budget allows, and returns how many it took from the
-// queues. It starts at a different shard each time, so that none waits
-// behind the others. A timeout whose deadline is in a tick already processed
-// goes into the current bucket and expires this tick. Timeouts cancelled
-// before they got here are dropped; they count against the budget, as in
-// Netty.
+// transferTimeoutsToBuckets moves new timeouts, and periodic timeouts back
+// from a run, into their buckets, as many as the tick's transfer budget
+// allows, and returns how many it took from the queues. It starts at a
+// different shard each time, so that none waits behind the others. A timeout
+// whose deadline is in a tick already processed goes into the current bucket
+// and expires this tick. Timeouts cancelled before they got here are dropped;
+// they count against the budget, as in Netty.
 func (t *Timer) transferTimeoutsToBuckets() int {
 	n := 0
 	t.nextShard = (t.nextShard + 1) % shardCount
@@ -219,20 +284,198 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 	return n
 }
 
-// transfer puts a new timeout into its bucket, or drops it if it was
-// cancelled while queued.
+// transfer puts a timeout from the new-timeouts queue into its bucket, or
+// drops it if it was cancelled meanwhile.
 func (t *Timer) transfer(to *Timeout) {
-	// Only Cancel competes for a queued timeout, and cancelled is final: a
-	// plain load spares the compare-and-swap in that common case.
-	if to.state.Load() != stInit || !to.state.CompareAndSwap(stInit, stLinked) {
-		return // cancelled; Cancel has already counted it out
+	s := to.state.Load()
+	if s&stRunning != 0 {
+		t.rearm(to)
+		return
 	}
-	// Netty's remainingRounds would be (calculated - t.tick) / len(wheel):
-	// the visits to the bucket before the one at which it is due.
-	calculated := to.deadline / t.tickDuration
-	idx := max(calculated, t.tick) & t.mask
-	to.bucketIndex = int32(idx)
-	t.wheel[idx].add(to)
+	for {
+		if s&phaseMask != stInit {
+			// Cancelled while queued; Cancel has counted it out.
+			t.counters.cancelled++
+			t.notifyCancelled(to)
+			return
+		}
+		// Netty's remainingRounds would be (deadline/tick - t.tick) /
+		// len(wheel): the visits to the bucket before the one at which it
+		// is due. A Reset that changes the deadline after this load also
+		// changes the state, so the CompareAndSwap fails and the deadline
+		// is read again.
+		idx := t.slotFor(atomic.LoadInt64(&to.deadline))
+		if to.state.CompareAndSwap(s, s|stLinked) {
+			t.link(to, idx)
+			return
+		}
+		s = to.state.Load()
+	}
+}
+
+// rearm takes back a periodic timeout whose run has returned: it links it
+// for its next run, or drops it if it was cancelled meanwhile. Runs that fall
+// more than one period behind are skipped, so a slow run is followed by at
+// most one run that is due already.
+func (t *Timer) rearm(to *Timeout) {
+	t.running.remove(to)
+	p := to.task.(*periodicTask)
+	// expire advanced the deadline by a period when it handed the run out.
+	next := atomic.LoadInt64(&to.deadline)
+	if behind := t.elapsed() - next; behind >= p.period && next != math.MaxInt64 {
+		next += behind / p.period * p.period
+	}
+	// Reset returns false while stRunning is set, so the worker alone
+	// writes the deadline now.
+	atomic.StoreInt64(&to.deadline, next)
+	idx := t.slotFor(next)
+	for {
+		s := to.state.Load()
+		if s&phaseMask != stInit {
+			// Cancel cancelled it during its run (Stop cancels only in
+			// collectUnprocessed, which does not come here).
+			to.state.And(^stRunning)
+			if s&phaseMask == stCancelled {
+				t.counters.cancelled++
+				t.notifyCancelled(to)
+			}
+			return
+		}
+		if to.state.CompareAndSwap(s, s&^stRunning|stLinked) {
+			t.link(to, idx)
+			return
+		}
+	}
+}
+
+// expireTimeouts visits bucket idx at the end of tick t.tick: it hands out
+// the tasks of the timeouts whose deadline is before the end of the tick;
+// the others are due in a later turn, or were reset to another bucket, where
+// it moves them. It hands out no task once the timer is stopped (for example
+// by one of the tasks), leaving the rest for Stop.
+//
+// Cancelled timeouts are left linked: the worker unlinks them from the
+// changes queue at the start of the next tick.
+func (t *Timer) expireTimeouts(idx int64) {
+	end := t.tickEnd(t.tick)
+	b := &t.wheel[idx]
+	b.minDeadline = math.MaxInt64
+	var now int64
+	handed := 0
+	for to := b.head; to != nil; {
+		next := to.bucketNext
+		s, deadline, due := t.claimDue(to, end)
+		switch {
+		case s&phaseMask != stInit:
+			// Cancelled: unlinked by processChanges.
+		case !due:
+			if want := t.slotFor(deadline); want != idx {
+				t.unlink(to) // reset to a later deadline in another bucket
+				t.link(to, want)
+			} else {
+				b.minDeadline = min(b.minDeadline, deadline)
+			}
+		default:
+			if t.isStopped() {
+				// Undo nothing: claimDue has not changed the state yet.
+				return
+			}
+			if !t.expire(to, s) {
+				continue // the state changed under us: look again
+			}
+			// One clock read per batch of runs, for the statistics.
+			if handed%64 == 0 {
+				now = t.elapsed()
+			}
+			handed++
+			t.countLateness(now - deadline)
+			t.handOut(to)
+		}
+		to = next
+	}
+}
+
+// claimDue reads to's state and deadline consistently: it waits out a Reset
+// that is writing the deadline. It reports whether the timeout is pending and
+// due before end.
+func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due bool) {
+	for {
+		s = to.state.Load()
+		if s&stBusy == 0 || s&phaseMask != stInit {
+			break
+		}
+		runtime.Gosched() // a Reset holds it for two stores
+	}
+	deadline = atomic.LoadInt64(&to.deadline)
+	return s, deadline, s&phaseMask == stInit && deadline < end
+}
+
+// expire moves to, pending and due with state s, to expired (or, if it is
+// periodic, to running) and out of its bucket. It returns false if the state
+// changed since s was read.
+func (t *Timer) expire(to *Timeout, s int32) bool {
+	_, periodic := to.task.(*periodicTask)
+	ns := s | stExpired
+	if periodic {
+		ns = s&^stLinked | stRunning
+	}
+	if !to.state.CompareAndSwap(s, ns) {
+		return false
+	}
+	t.unlink(to)
+	if periodic {
+		// Deadline reports the next run from now on. Reset returns false
+		// while stRunning is set, so the worker alone writes it.
+		period := to.task.(*periodicTask).period
+		if next := atomic.LoadInt64(&to.deadline); next <= math.MaxInt64-period {
+			atomic.StoreInt64(&to.deadline, next+period)
+		} else {
+			atomic.StoreInt64(&to.deadline, math.MaxInt64)
+		}
+		t.running.add(to)
+	} else {
+		t.pendingFor(to).Add(-1)
+	}
+	t.counters.expired++
+	return true
+}
+
+// countLateness records a run handed out late after its deadline.
+func (t *Timer) countLateness(late int64) {
+	if late > 2*t.tickDuration {
+		t.counters.late++
+	}
+	t.counters.maxLateness = max(t.counters.maxLateness, late)
+}
+
+// handOut runs an expired timeout's task: on the pool, through the executor,
+// or here on the worker.
+func (t *Timer) handOut(to *Timeout) {
+	switch {
+	case t.pool != nil:
+		t.pool.submit(to)
+	case t.taskExecutor != nil:
+		t.execute(to)
+	default:
+		t.runTimeout(to)
+	}
+}
+
+// runTimeout runs to's task on the calling goroutine. A periodic timeout
+// then goes back to the worker, through its queue of new timeouts, even if
+// the task panicked or called runtime.Goexit.
+func (t *Timer) runTimeout(to *Timeout) {
+	if _, periodic := to.task.(*periodicTask); periodic {
+		defer t.returnRun(to)
+	}
+	t.callTask(to)
+}
+
+// returnRun hands a periodic timeout whose run has returned back to the
+// worker, which links it for its next run.
+func (t *Timer) returnRun(to *Timeout) {
+	t.shardFor(to).timeouts.push(to)
+	t.wakeWorker()
 }
 
 // newTimeoutsEmpty reports whether every shard's queue is empty.
@@ -245,14 +488,13 @@ func (t *Timer) newTimeoutsEmpty() bool {
 	return true
 }
 
-// collectUnprocessed cancels every timeout still pending, in the buckets or
-// still queued, and returns those it cancelled. It runs on the worker as it
-// exits.
+// collectUnprocessed cancels every timeout still pending, in the buckets,
+// still queued or out on a periodic run, and returns those it cancelled. It
+// runs on the worker as it exits, after the pool has finished. Timeouts that
+// Cancel cancelled and that the worker has not yet unlinked get their
+// Cancelled call here.
 func (t *Timer) collectUnprocessed() []*Timeout {
 	var unprocessed []*Timeout
-	for i := range t.wheel {
-		unprocessed = t.wheel[i].clearTimeouts(unprocessed)
-	}
 	// A producer that pushed before it could see the stop is in a queue,
 	// possibly still in a bubble: wait for it rather than lose its timeout.
 	for i := range t.shards {
@@ -263,24 +505,93 @@ func (t *Timer) collectUnprocessed() []*Timeout {
 				runtime.Gosched()
 				continue
 			}
-			if _, ok := to.markCancelled(); ok {
-				unprocessed = append(unprocessed, to)
+			if to.state.Load()&stRunning != 0 {
+				t.running.remove(to)
+				to.state.And(^stRunning)
 			}
+			unprocessed = t.cancelForStop(to, unprocessed)
 		}
 	}
-	for t.cancelledTimeouts.pop() != nil {
-		// Unlinked already, with their buckets; popping drops the queue's
-		// references to them.
+	for i := range t.wheel {
+		b := &t.wheel[i]
+		for to := b.head; to != nil; {
+			next := to.bucketNext
+			to.bucketNext, to.bucketPrev, to.bucketIndex = nil, nil, -1
+			unprocessed = t.cancelForStop(to, unprocessed)
+			to = next
+		}
+		*b = bucket{minDeadline: math.MaxInt64}
+	}
+	t.occupied = occupancy{}
+	// Periodic runs still out with an executor: pending, so Stop returns
+	// them. Their run comes back to queues nobody reads any more.
+	for to := t.running.head; to != nil; {
+		next := to.bucketNext
+		to.bucketNext, to.bucketPrev = nil, nil
+		unprocessed = t.cancelForStop(to, unprocessed)
+		to = next
+	}
+	t.running = bucket{}
+	for t.changes.pop() != nil {
+		// Every timeout in it was in a bucket, and has been dealt with
+		// there; popping drops the queue's references to them.
 	}
 	return unprocessed
 }
 
+// cancelForStop cancels to if it is still pending and appends it to
+// unprocessed; if Cancel cancelled it first, it delivers its Cancelled call.
+func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
+	if to.markCancelled() {
+		t.counters.cancelled++
+		if o, ok := to.task.(stopObserver); ok {
+			o.timerStopped(to)
+		}
+		return append(unprocessed, to)
+	}
+	if to.IsCancelled() {
+		t.counters.cancelled++
+		t.notifyCancelled(to)
+	}
+	return unprocessed
+}
+
+// stopObserver is a task that must know when Stop cancels its timeout:
+// a deadline context, which then keeps its deadline on the runtime's timer.
+type stopObserver interface {
+	timerStopped(to *Timeout)
+}
+
+// notifyCancelled calls the task's Cancelled method, if it has one, for a
+// timeout that Cancel cancelled and the worker has unlinked.
+func (t *Timer) notifyCancelled(to *Timeout) {
+	c, ok := to.Task().(CancelledTask)
+	if !ok {
+		return
+	}
+	defer t.recoverPanic(to, "Cancelled")
+	c.Cancelled(to)
+}
+
+// publishStats makes the worker's counters visible to Stats. It runs before
+// the worker blocks, so counters are at most a tick behind.
+func (t *Timer) publishStats() {
+	c := &t.counters
+	t.published.expired.Store(c.expired)
+	t.published.cancelled.Store(c.cancelled)
+	t.published.ticks.Store(c.ticks)
+	t.published.wakeups.Store(c.wakeups)
+	t.published.late.Store(c.late)
+	t.published.maxLateness.Store(c.maxLateness)
+}
+
 // goroutineID returns the ID of the calling goroutine, which Go does not
 // expose otherwise. Stop uses it to tell that it runs inside a task on the
-// worker, where waiting for the worker would deadlock. It parses the header
-// of the goroutine's stack trace, "goroutine 42 [running]:", and costs about
-// a microsecond; only Stop and the worker's start call it. It returns 0,
-// which is no goroutine's ID, if the header cannot be parsed.
+// worker or the pool, where waiting for the worker would deadlock. It parses
+// the header of the goroutine's stack trace, "goroutine 42 [running]:", and
+// costs about a microsecond; only Stop and the start of the worker and of
+// pool goroutines call it. It returns 0, which is no goroutine's ID, if the
+// header cannot be parsed.
 func goroutineID() uint64 {
 	var buf [64]byte
 	b := buf[:runtime.Stack(buf[:], false)]

@@ -1,0 +1,155 @@
+package hashedwheel
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// taskPool runs expired timeouts' tasks on a fixed set of goroutines
+// (WithTaskWorkers). The worker submits; the pool goroutines take tasks in
+// the order submitted. The queue is unbounded, so the worker never waits for
+// a slow task; it is a ring that grows by doubling, so submitting allocates
+// nothing once it is big enough.
+//
+// Idle pool goroutines wait on a channel, not a sync.Cond, so that inside a
+// testing/synctest bubble they are durably blocked and the fake clock moves.
+type taskPool struct {
+	timer *Timer // immutable
+
+	// mu guards the fields below it.
+	mu      sync.Mutex
+	ring    []*Timeout // capacity a power of two
+	head    int        // index of the oldest task
+	n       int        // tasks queued
+	waiting int        // pool goroutines waiting on wakeup
+	closed  bool       // no more submissions; goroutines exit when empty
+	live    int        // pool goroutines running
+
+	// wakeup carries one token per waiting goroutine to wake. Its buffer
+	// holds as many tokens as there are goroutines, so sends never block.
+	wakeup chan struct{}
+
+	// done is closed by the last pool goroutine to exit after close.
+	done chan struct{}
+
+	// ids holds the goroutine IDs of the pool goroutines, so that Stop can
+	// tell it is called from a pooled task. Each written by its goroutine
+	// as it starts; atomic.
+	ids []atomic.Uint64
+}
+
+func newTaskPool(t *Timer, n int) *taskPool {
+	return &taskPool{
+		timer:  t,
+		ring:   make([]*Timeout, 64),
+		wakeup: make(chan struct{}, n),
+		done:   make(chan struct{}),
+		ids:    make([]atomic.Uint64, n),
+	}
+}
+
+// start starts the pool goroutines. Start calls it, before the worker runs.
+func (p *taskPool) start() {
+	p.live = len(p.ids)
+	for i := range p.ids {
+		go p.loop(i)
+	}
+}
+
+// submit queues to's task. Worker only.
+func (p *taskPool) submit(to *Timeout) {
+	p.mu.Lock()
+	if p.n == len(p.ring) {
+		grown := make([]*Timeout, 2*len(p.ring))
+		for i := range p.n {
+			grown[i] = p.ring[(p.head+i)&(len(p.ring)-1)]
+		}
+		p.ring, p.head = grown, 0
+	}
+	p.ring[(p.head+p.n)&(len(p.ring)-1)] = to
+	p.n++
+	if p.waiting > 0 {
+		p.waiting--
+		p.wakeup <- struct{}{}
+	}
+	p.mu.Unlock()
+}
+
+// take returns the next task, waiting for one; nil once the pool is closed
+// and empty.
+func (p *taskPool) take() *Timeout {
+	for {
+		p.mu.Lock()
+		if p.n > 0 {
+			to := p.ring[p.head]
+			p.ring[p.head] = nil
+			p.head = (p.head + 1) & (len(p.ring) - 1)
+			p.n--
+			p.mu.Unlock()
+			return to
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return nil
+		}
+		p.waiting++
+		p.mu.Unlock()
+		<-p.wakeup
+	}
+}
+
+// loop is pool goroutine i.
+func (p *taskPool) loop(i int) {
+	p.ids[i].Store(goroutineID())
+	exited := false
+	defer func() {
+		if !exited {
+			// A task called runtime.Goexit: replace this goroutine.
+			p.timer.logError("hashedwheel: a task called runtime.Goexit on a task worker goroutine; " +
+				"it is replaced by a new one")
+			go p.loop(i)
+			return
+		}
+		p.mu.Lock()
+		p.live--
+		last := p.live == 0
+		p.mu.Unlock()
+		if last {
+			close(p.done)
+		}
+	}()
+	for {
+		to := p.take()
+		if to == nil {
+			break
+		}
+		p.timer.runTimeout(to)
+	}
+	exited = true
+}
+
+// close lets the pool goroutines finish the queued tasks and exit, and waits
+// for them. The worker calls it as it exits.
+func (p *taskPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	for ; p.waiting > 0; p.waiting-- {
+		p.wakeup <- struct{}{}
+	}
+	p.mu.Unlock()
+	<-p.done
+}
+
+// runs reports whether goroutine id is one of the pool's. A nil pool has
+// none.
+func (p *taskPool) runs(id uint64) bool {
+	if p == nil {
+		return false
+	}
+	for i := range p.ids {
+		if p.ids[i].Load() == id {
+			return true
+		}
+	}
+	return false
+}
