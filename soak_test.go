@@ -19,23 +19,33 @@ var soakFor = flag.Duration("soak", 0,
 	"run TestSoak for this long in all, shared among its configurations (for example -soak=5m); 0 skips it")
 
 // TestSoak runs the timer on the real clock under many goroutines that race
-// NewTimeout, Cancel and Stop, one configuration after another, and accounts
-// for every timeout. For each configuration it prints one line:
+// NewTimeout, Cancel, Reset and Stop, one configuration after another, and
+// accounts for every timeout. For each configuration it prints one line:
 //
 //	config=<name> ops=<n> lost=0 double=0 early=0 stuck=0
 //
 // and fails if any of the four is not zero. ops counts the calls of
-// NewTimeout, Cancel and Stop, whatever they returned. A timeout is
+// NewTimeout, NewPeriodicTimeout, Cancel, Reset and Stop, whatever they
+// returned. A timeout is
 //
 //   - lost if, once the timer is stopped and every task has returned, it
 //     neither ran, nor was cancelled by a Cancel that returned true, nor was
-//     returned by Stop (or, after a Stop from a task, cancelled by the worker);
-//   - double if its task ran twice, or ran and was also cancelled by a Cancel
-//     that returned true or returned by Stop, or a Cancel returned true twice;
-//   - early if its task ran before its Deadline(), or before the delay had
-//     passed since just before NewTimeout was called;
+//     returned by Stop (or, after a Stop from a task, cancelled by the
+//     worker); a periodic one, if it was not cancelled;
+//   - double if its task ran twice (a periodic one: two runs at once), or
+//     ran and was also cancelled by a Cancel that returned true or returned
+//     by Stop, or began a run after such a Cancel, or a Cancel returned true
+//     twice;
+//   - early if its task ran before its Deadline() (a periodic one: before
+//     the due time of that run), or before the delay had passed since just
+//     before the NewTimeout, or the last Reset that returned true, was called;
 //   - stuck if, while the timer runs, it is neither expired nor cancelled
-//     soakStuckAfter past its deadline.
+//     soakStuckAfter past its deadline (a periodic one: past the due time of
+//     its next run).
+//
+// Half of the tasks are CancelledTasks; the configuration fails if one of
+// them got a Cancelled call for a timeout that Cancel did not cancel, or not
+// exactly one for one it did.
 //
 // The configuration "churn" also checks that the heap does not grow: the heap
 // after a GC at the end is within 10% of the heap after a GC once warmed up.
@@ -58,11 +68,15 @@ func TestSoak(t *testing.T) {
 				c.name, n.ops.Load(), n.lost.Load(), n.double.Load(), n.early.Load(), n.stuck.Load())
 			fmt.Println(line)
 			t.Logf("%s: ran %d (%d panicked; latest %v after its deadline), cancelled %d, returned by Stop %d, "+
-				"cancelled by a Stop from a task %d, rejected %d",
+				"cancelled by a Stop from a task %d, rejected %d, resets %d (%d true), Cancelled calls %d",
 				c.name, n.ran.Load(), n.panicked.Load(), time.Duration(n.maxLate.Load()), n.cancelled.Load(),
-				n.returned.Load(), n.stoppedFromTask.Load(), n.rejected.Load())
+				n.returned.Load(), n.stoppedFromTask.Load(), n.rejected.Load(), n.resets.Load(),
+				n.resetsTrue.Load(), n.callbacks.Load())
 			if n.lost.Load()+n.double.Load()+n.early.Load()+n.stuck.Load() != 0 {
 				t.Errorf("%s: lost, double, early or stuck timeouts", line)
+			}
+			if n.badCallbacks.Load() != 0 {
+				t.Errorf("%s: %d timeouts got a wrong number of Cancelled calls", c.name, n.badCallbacks.Load())
 			}
 			if c.limit > 0 {
 				fmt.Printf("config=%s rejected=%d pending-read-above-limit=%d\n", c.name, n.rejected.Load(), n.overLimit.Load())
@@ -89,6 +103,8 @@ type soakConfig struct {
 	producers int
 	opts      func(*soakExec) []hashedwheel.Option
 	limit     int64 // WithMaxPendingTimeouts
+	offWorker bool  // tasks run on an executor's goroutines or a pool
+	periodic  bool  // make periodic timeouts too
 	rounds    bool  // stop and replace the timer every few milliseconds
 	churn     bool  // schedule and cancel only, and check the heap
 }
@@ -111,14 +127,20 @@ func soakConfigs() []soakConfig {
 	with := func(extra ...hashedwheel.Option) func(*soakExec) []hashedwheel.Option {
 		return func(*soakExec) []hashedwheel.Option { return append(soakBaseOpts(), extra...) }
 	}
+	goExec := func(e *soakExec) []hashedwheel.Option {
+		return append(soakBaseOpts(), hashedwheel.WithTaskExecutor(e.goExecutor))
+	}
 	return []soakConfig{
 		{name: "worker", producers: 8, opts: with()},
-		{name: "executor-go", producers: 8, opts: func(e *soakExec) []hashedwheel.Option {
-			return append(soakBaseOpts(), hashedwheel.WithTaskExecutor(e.goExecutor))
-		}},
+		{name: "executor-go", producers: 8, offWorker: true, opts: goExec},
 		{name: "executor-sync", producers: 8, opts: with(hashedwheel.WithTaskExecutor(func(task func()) { task() }))},
+		{name: "pool", producers: 8, offWorker: true, opts: with(hashedwheel.WithTaskWorkers(4))},
 		{name: "limit", producers: 8, limit: 1024, opts: with(hashedwheel.WithMaxPendingTimeouts(1024))},
+		{name: "periodic", producers: 8, periodic: true, opts: with()},
+		{name: "periodic-executor-go", producers: 8, periodic: true, offWorker: true, opts: goExec},
+		{name: "periodic-pool", producers: 8, periodic: true, offWorker: true, opts: with(hashedwheel.WithTaskWorkers(4))},
 		{name: "stop-rounds", producers: 4, opts: with(), rounds: true},
+		{name: "stop-rounds-pool", producers: 4, offWorker: true, opts: with(hashedwheel.WithTaskWorkers(2)), rounds: true},
 		{name: "churn", producers: 4, opts: with(), churn: true},
 	}
 }
@@ -127,20 +149,43 @@ type soakCounts struct {
 	ops, lost, double, early, stuck              atomic.Int64
 	ran, panicked, cancelled, returned, rejected atomic.Int64
 	stoppedFromTask, maxLate, overLimit          atomic.Int64
+	resets, resetsTrue, callbacks, badCallbacks  atomic.Int64
 	heapWarm, heapEnd                            atomic.Uint64
 }
 
+// soakEpoch is the zero of soakRec's atomic times; it has a monotonic
+// reading, so differences from it are monotonic too.
+var soakEpoch = time.Now()
+
+func soakNanos(t time.Time) int64 { return int64(t.Sub(soakEpoch)) }
+
 // soakRec is a timeout's record and its task.
 type soakRec struct {
-	n        *soakCounts
-	to       *hashedwheel.Timeout // producer only
-	made     time.Time            // just before NewTimeout; producer only
-	earliest time.Time            // made plus the delay
-	kind     int
+	n    *soakCounts
+	to   *hashedwheel.Timeout // producer only
+	made time.Time            // just before NewTimeout; producer only
+	kind int
+
+	// earliest is when the task may run first, in soakNanos: made plus the
+	// delay, or later after a Reset that returned true. Set before the
+	// timeout is scheduled and after such a Reset, so a run racing the
+	// Reset may be checked against the old value, never a wrong one.
+	earliest atomic.Int64
+
+	// period is the period of a periodic timeout, 0 for a one-shot one;
+	// selfCancel is the run in which its task cancels it, 0 for never.
+	period     time.Duration
+	selfCancel int32
+
+	// runsOnWorker says runs start on the worker as it hands them out: no
+	// executor, no pool.
+	runsOnWorker bool
 
 	runs          atomic.Int32
+	inRun         atomic.Int32
 	cancelledByUs atomic.Bool
-	doubleSeen    atomic.Bool // so that a timeout counts once as double
+	callbacks     atomic.Int32 // Cancelled calls
+	doubleSeen    atomic.Bool  // so that a timeout counts once as double
 	earlySeen     atomic.Bool
 	stuckSeen     bool // producer only
 }
@@ -153,16 +198,39 @@ const (
 
 func (r *soakRec) Run(to *hashedwheel.Timeout) {
 	now := time.Now()
-	if now.Before(r.earliest) || now.Before(to.Deadline()) {
-		r.flag(&r.n.early, &r.earlySeen)
-	}
-	late := int64(now.Sub(to.Deadline()))
-	for m := r.n.maxLate.Load(); late > m && !r.n.maxLate.CompareAndSwap(m, late); m = r.n.maxLate.Load() {
-	}
-	if r.runs.Add(1) > 1 || r.cancelledByUs.Load() {
+	overlap := r.inRun.Add(1) > 1
+	defer r.inRun.Add(-1)
+	// A one-shot task never runs after a Cancel that returned true; a
+	// periodic one may start a run handed out before it, unless runs start
+	// on the worker as they are handed out.
+	if overlap || r.cancelledByUs.Load() && (r.period == 0 || r.runsOnWorker) {
 		r.flag(&r.n.double, &r.doubleSeen)
 	}
+	runs := r.runs.Add(1)
 	r.n.ran.Add(1)
+	if r.period == 0 {
+		if runs > 1 {
+			r.flag(&r.n.double, &r.doubleSeen)
+		}
+		if soakNanos(now) < r.earliest.Load() || now.Before(to.Deadline()) {
+			r.flag(&r.n.early, &r.earlySeen)
+		}
+		late := int64(now.Sub(to.Deadline()))
+		for m := r.n.maxLate.Load(); late > m && !r.n.maxLate.CompareAndSwap(m, late); m = r.n.maxLate.Load() {
+		}
+	} else {
+		// Run k is due at made + k*period; runs may be skipped, never
+		// brought forward, so this run, the runs-th, is due no sooner than
+		// made + runs*period. Deadline already reports the next run.
+		if soakNanos(now) < r.earliest.Load()+int64(runs-1)*int64(r.period) ||
+			now.Before(to.Deadline().Add(-r.period)) {
+			r.flag(&r.n.early, &r.earlySeen)
+		}
+		if runs == r.selfCancel && to.Cancel() {
+			r.n.ops.Add(1)
+			r.markCancelled()
+		}
+	}
 	switch r.kind {
 	case soakPanic:
 		r.n.panicked.Add(1)
@@ -178,28 +246,42 @@ func (r *soakRec) flag(count *atomic.Int64, seen *atomic.Bool) {
 	}
 }
 
+// soakCallbackRec is a soakRec whose task is a CancelledTask.
+type soakCallbackRec struct{ *soakRec }
+
+func (r soakCallbackRec) Cancelled(*hashedwheel.Timeout) {
+	r.callbacks.Add(1)
+	r.n.callbacks.Add(1)
+}
+
 // cancel cancels r's timeout and records what Cancel said.
 func (r *soakRec) cancel() {
-	if !r.to.Cancel() {
-		return
+	if r.to.Cancel() {
+		r.markCancelled()
 	}
+}
+
+func (r *soakRec) markCancelled() {
 	r.n.cancelled.Add(1)
-	if r.cancelledByUs.Swap(true) || r.runs.Load() > 0 {
+	if r.cancelledByUs.Swap(true) || (r.period == 0 && r.runs.Load() > 0) {
 		r.flag(&r.n.double, &r.doubleSeen)
 	}
 }
 
-// soakProducer schedules, cancels and checks timeouts on one goroutine.
+// soakProducer schedules, cancels, resets and checks timeouts on one
+// goroutine.
 //
 // Its records of timeouts not yet seen to end are in three lists, so that
 // checking them costs about one look at each: recent, in the order they were
-// made; late, short timeouts that had not ended when sweep looked at them
-// first; long, the hour-long ones, looked at only when the timer stops.
+// made; late, timeouts that had not ended when sweep looked at them first;
+// long, the hour-long ones, looked at only when the timer stops.
 type soakProducer struct {
 	tm        *hashedwheel.Timer
 	n         *soakCounts
 	rng       *rand.Rand
 	limit     int64           // the timer's pending limit, 0 if none
+	offWorker bool            // tasks run on an executor's goroutines or a pool
+	periodic  bool            // make periodic timeouts too
 	cancels   chan<- *soakRec // to the cancellers, who race expiry
 	recent    []*soakRec
 	late      []*soakRec
@@ -234,14 +316,30 @@ func (p *soakProducer) delay() time.Duration {
 	}
 }
 
-// step makes one timeout and maybe cancels one. It returns false once the
-// timer is stopped.
+// step makes one timeout and maybe cancels or resets one. It returns false
+// once the timer is stopped.
 func (p *soakProducer) step(kind int) bool {
 	d := p.delay()
-	r := &soakRec{n: p.n, kind: kind}
+	r := &soakRec{n: p.n, kind: kind, runsOnWorker: !p.offWorker}
+	var task hashedwheel.TimerTask = r
+	if p.rng.IntN(2) == 0 {
+		task = soakCallbackRec{r}
+	}
+	periodic := p.periodic && p.rng.IntN(8) == 0
+	if periodic {
+		d = time.Duration(1+p.rng.IntN(8)) * time.Millisecond
+		r.period = d
+		r.selfCancel = int32(p.rng.IntN(20))
+	}
 	before := time.Now()
-	r.earliest = before.Add(max(d, 0))
-	to, err := p.tm.NewTimeout(r, d)
+	r.earliest.Store(soakNanos(before) + int64(max(d, 0)))
+	var to *hashedwheel.Timeout
+	var err error
+	if periodic {
+		to, err = p.tm.NewPeriodicTimeout(task, d)
+	} else {
+		to, err = p.tm.NewTimeout(task, d)
+	}
 	p.ops++
 	switch {
 	case errors.Is(err, hashedwheel.ErrTimerStopped):
@@ -260,20 +358,27 @@ func (p *soakProducer) step(kind int) bool {
 	r.made = before
 	p.recent = append(p.recent, r)
 	switch x := p.rng.IntN(100); {
-	case x < 20 || d == time.Hour && x < 90:
+	case periodic:
+		// Cancelled by its task, by the sweep, or by Stop.
+	case x < 15 || d == time.Hour && x < 90:
 		// Cancel at once.
 		r.cancel()
 		p.ops++
-	case x < 40:
+	case x < 30:
 		// Let a canceller race the expiry.
 		select {
 		case p.cancels <- r:
 			p.ops++
 		default:
 		}
-	case x < 45 && len(p.recent) > 1:
+	case x < 35 && len(p.recent) > 1:
 		// Cancel an older one, maybe again, maybe after it ran.
 		p.recent[p.rng.IntN(len(p.recent))].cancel()
+		p.ops++
+	case x < 50:
+		// Reset this one or an older one, racing its expiry, maybe after
+		// it ran or was cancelled.
+		p.reset(p.recent[p.rng.IntN(len(p.recent))])
 		p.ops++
 	}
 	if p.ops%512 == 0 && time.Since(p.lastSweep) > 5*time.Millisecond {
@@ -282,10 +387,29 @@ func (p *soakProducer) step(kind int) bool {
 	return true
 }
 
+func (p *soakProducer) reset(r *soakRec) {
+	if r.period != 0 {
+		return // the soak checks periodic runs against made + k*period
+	}
+	d := p.delay()
+	before := time.Now()
+	// A run racing the Reset is checked against the earlier of the old and
+	// new deadlines until Reset has said which holds.
+	old, next := r.earliest.Load(), soakNanos(before)+int64(max(d, 0))
+	r.earliest.Store(min(old, next))
+	p.n.resets.Add(1)
+	if r.to.Reset(d) {
+		p.n.resetsTrue.Add(1)
+	} else {
+		next = old
+	}
+	r.earliest.Store(next)
+}
+
 // sweep drops the records of timeouts that ended as they should, and counts
 // those stuck. It keeps those whose end is not yet visible: a task handed to
 // an executor but not yet run, a Cancel that returned true but whose caller
-// has not recorded it yet.
+// has not recorded it yet, a Cancelled call not yet made.
 func (p *soakProducer) sweep() {
 	now := time.Now()
 	p.lastSweep = now
@@ -300,7 +424,7 @@ func (p *soakProducer) sweep() {
 		if p.ended(r, now) {
 			continue
 		}
-		if r.to.Deadline().Sub(r.made) >= time.Hour {
+		if r.period == 0 && r.to.Deadline().Sub(r.made) >= time.Hour {
 			p.long = append(p.long, r)
 			if len(p.long) > soakMaxLong {
 				// Keep the hour-long ones few, as a server's idle timeouts
@@ -330,21 +454,31 @@ func (p *soakProducer) sweepList(list []*soakRec, now time.Time) []*soakRec {
 }
 
 // ended reports whether r's timeout has visibly ended; it counts it as
-// double or stuck if it is.
+// double or stuck if it is. A periodic timeout that has run for a while is
+// cancelled here.
 func (p *soakProducer) ended(r *soakRec, now time.Time) bool {
 	expired, cancelled := r.to.IsExpired(), r.to.IsCancelled()
+	_, wantsCallback := r.to.Task().(hashedwheel.CancelledTask)
 	switch {
-	case expired && cancelled:
+	case expired && (cancelled || r.period != 0):
 		r.flag(&p.n.double, &r.doubleSeen)
 		return true
 	case expired && r.runs.Load() > 0:
 		return true
-	case cancelled && r.cancelledByUs.Load():
+	case cancelled && r.cancelledByUs.Load() && (!wantsCallback || r.callbacks.Load() > 0):
 		return true
 	}
-	if !expired && !cancelled && !r.stuckSeen && now.Sub(r.to.Deadline()) > soakStuckAfter {
-		r.stuckSeen = true
-		p.n.stuck.Add(1)
+	if !expired && !cancelled {
+		if r.period != 0 && r.runs.Load() > 20 {
+			r.cancel()
+			p.ops++
+			return false
+		}
+		// For a periodic timeout, Deadline is when the next run is due.
+		if !r.stuckSeen && now.Sub(r.to.Deadline()) > soakStuckAfter {
+			r.stuckSeen = true
+			p.n.stuck.Add(1)
+		}
 	}
 	return false
 }
@@ -354,10 +488,12 @@ func (p *soakProducer) records() []*soakRec {
 	return append(append(p.recent, p.late...), p.long...)
 }
 
-// account checks what is left once the timer is stopped and every task has
-// returned: each timeout ran once, or was cancelled by exactly one of Cancel
-// and Stop. fromTask says the timer was stopped by one of its tasks; then the
-// worker cancels the pending timeouts and nobody gets them.
+// soakAccount checks what is left once the timer is stopped and every task
+// has returned: each timeout ran once (a periodic one: any number of times),
+// or was cancelled by exactly one of Cancel and Stop, and a CancelledTask
+// had one Cancelled call for a Cancel that returned true, none otherwise.
+// fromTask says the timer was stopped by one of its tasks; then the worker
+// cancels the pending timeouts and nobody gets them.
 func soakAccount(n *soakCounts, producers []*soakProducer, stopped []*hashedwheel.Timeout, fromTask bool) {
 	inStop := make(map[*hashedwheel.Timeout]bool, len(stopped))
 	for _, to := range stopped {
@@ -372,8 +508,10 @@ func soakAccount(n *soakCounts, producers []*soakProducer, stopped []*hashedwhee
 			if byStop {
 				found++
 			}
+			oneShot := r.period == 0
 			switch {
-			case expired && cancelled, runs > 1, runs > 0 && (cancelled || byStop), byUs && byStop:
+			case expired && cancelled, expired && !oneShot, oneShot && runs > 1,
+				oneShot && runs > 0 && (cancelled || byStop), byUs && byStop:
 				r.flag(&n.double, &r.doubleSeen)
 			case expired && runs == 1:
 			case cancelled && (byUs || byStop):
@@ -381,6 +519,15 @@ func soakAccount(n *soakCounts, producers []*soakProducer, stopped []*hashedwhee
 				n.stoppedFromTask.Add(1)
 			default:
 				n.lost.Add(1)
+			}
+			if _, ok := r.to.Task().(hashedwheel.CancelledTask); ok {
+				want := int32(0)
+				if byUs {
+					want = 1
+				}
+				if r.callbacks.Load() != want {
+					n.badCallbacks.Add(1)
+				}
 			}
 		}
 		p.recent, p.late, p.long = nil, nil, nil
@@ -415,7 +562,7 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 	var wg sync.WaitGroup
 	for i := range producers {
 		p := &soakProducer{tm: tm, n: n, rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano()))),
-			limit: c.limit, cancels: cancels, lastSweep: time.Now()}
+			limit: c.limit, offWorker: c.offWorker, periodic: c.periodic, cancels: cancels, lastSweep: time.Now()}
 		producers[i] = p
 		wg.Go(func() {
 			for time.Now().Before(end) {
@@ -517,14 +664,15 @@ func soakPace(tm *hashedwheel.Timer, end time.Time) (behind *atomic.Bool, done <
 const soakBehind = 20 * time.Millisecond
 
 // churn schedules timeouts and cancels them at once, as idle timeouts are
-// (an hour), and lets a few short ones run; it keeps no record of them.
+// (an hour), and lets a few short ones run; it keeps no record of those it
+// cancelled.
 func (p *soakProducer) churn() {
-	r := &soakRec{n: p.n, earliest: time.Now()}
+	r := &soakRec{n: p.n, made: time.Now()}
 	d := time.Hour
 	if p.rng.IntN(16) == 0 {
 		d = time.Duration(p.rng.Int64N(int64(5 * time.Millisecond)))
-		r.earliest = r.earliest.Add(d)
 	}
+	r.earliest.Store(soakNanos(r.made) + int64(d))
 	to, err := p.tm.NewTimeout(r, d)
 	p.ops++
 	if err != nil {
@@ -538,7 +686,6 @@ func (p *soakProducer) churn() {
 			return // ended; keep no record
 		}
 	}
-	r.made = time.Now()
 	p.recent = append(p.recent, r)
 	if p.ops%512 == 0 && time.Since(p.lastSweep) > 5*time.Millisecond {
 		p.sweep()
@@ -585,7 +732,7 @@ func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 		producers := make([]*soakProducer, c.producers)
 		for i := range producers {
 			p := &soakProducer{tm: tm, n: n, rng: rand.New(rand.NewPCG(round, uint64(i))), cancels: cancels,
-				lastSweep: time.Now()}
+				offWorker: c.offWorker, periodic: true, lastSweep: time.Now()}
 			producers[i] = p
 			wg.Go(func() {
 				for p.step(soakPlain) {
@@ -596,7 +743,7 @@ func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 		if fromTask {
 			// A task stops the timer, a few ticks in; the producers end
 			// when they see it stopped. This Stop returns nil.
-			stopper := &soakRec{n: &soakCounts{}, kind: soakStop, earliest: time.Now()}
+			stopper := &soakRec{n: &soakCounts{}, kind: soakStop}
 			if _, err := tm.NewTimeout(stopper, time.Duration(rng.IntN(5000))*time.Microsecond); err != nil {
 				t.Fatal(err)
 			}
