@@ -115,10 +115,15 @@ type soakExec struct{ wg sync.WaitGroup }
 
 func (e *soakExec) goExecutor(task func()) { e.wg.Go(task) }
 
+// soakBaseOpts is a 1ms tick and 256 buckets: the hour-long timeouts wrap
+// the wheel many times. (A 16-bucket wheel holding tens of thousands of
+// timeouts makes the worker walk thousands at every tick; on a loaded machine
+// it then falls behind for good, as Netty's would. FuzzTimer covers turns of
+// small wheels exactly.)
 func soakBaseOpts() []hashedwheel.Option {
 	return []hashedwheel.Option{
 		hashedwheel.WithTickDuration(time.Millisecond),
-		hashedwheel.WithTicksPerWheel(16),
+		hashedwheel.WithTicksPerWheel(256),
 		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
 	}
 }
