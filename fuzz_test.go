@@ -20,9 +20,10 @@ import (
 // FuzzTimer decodes its input into a sequence of operations on one Timer,
 // runs them on the fake clock of a synctest bubble, and checks every result
 // against a reference model: every run time, exactly; every return value of
-// NewTimeout, Cancel and Stop; IsExpired, IsCancelled, Deadline and
-// PendingTimeouts after every operation; and at the end that every timeout
-// ran exactly once or was cancelled exactly once.
+// NewTimeout, NewPeriodicTimeout, Cancel, Reset and Stop; IsExpired,
+// IsCancelled, Deadline and PendingTimeouts after every operation; every
+// CancelledTask call; and at the end that every timeout ran exactly once or
+// was cancelled exactly once.
 //
 // The model does not share the worker's code. It knows only the contract: a
 // timeout with deadline d (nanoseconds since Start) belongs to tick d/tick,
@@ -30,17 +31,35 @@ import (
 // order, and while a task blocks the worker none is, so the ticks missed are
 // processed back to back once it returns. Within one tick the order is not
 // promised, so the model takes the order from the runs it observes and checks
-// only that each run is one that is due, at the time it is due.
+// only that each run is one that is due, at the time it is due. A periodic
+// timeout's next run is due a period after the last one was due; when its
+// run returns, runs due a period or more before that moment are skipped, and
+// the next run is in a later tick than the last.
 //
 // The input's first byte picks the configuration (tick, wheel size, pending
-// limit, executor); the rest is read by op. The seeds in testdata/fuzz/FuzzTimer
-// start from hand-made sequences: edge delays, a blocked worker that catches
-// up or that Stop waits for, Stop from a task, the pending limit, panicking
-// tasks and runtime.Goexit.
+// limit, executor); the rest is read by op. The seeds in
+// testdata/fuzz/FuzzTimer start from hand-made sequences: edge delays, a
+// blocked worker that catches up or that Stop waits for, Stop from a task,
+// the pending limit, panicking tasks and runtime.Goexit, Reset, periodic
+// timeouts with a slow run, cancel callbacks.
 func FuzzTimer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) {
-			runFuzzTimer(t, data)
+			runFuzzTimer(t, data, false)
+		})
+	})
+}
+
+// FuzzTimerPool is FuzzTimer with WithTaskWorkers: tasks run on a pool of one
+// or two goroutines, so a blocking task holds one of them, not the worker;
+// tasks handed out while all are held wait, in the order handed out, and run
+// when one is released. Periodic timeouts are left to FuzzTimer: when a run on
+// the pool has returned, the worker takes the timeout back at its next
+// wake-up, which the contract leaves open.
+func FuzzTimerPool(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			runFuzzTimer(t, data, true)
 		})
 	})
 }
@@ -58,10 +77,14 @@ const (
 	kindGoexit // calls runtime.Goexit; the worker goes on in a new goroutine
 	kindChain  // schedules another timeout, from the worker
 	kindFunc   // plain, scheduled with AfterFunc
+	kindEvery  // periodic, scheduled with Every
+	kindPeriod // periodic: NewPeriodicTimeout; may cancel or reset itself
+	kindSlow   // periodic whose first run blocks until released
 	numKinds
 )
 
-var kindNames = [numKinds]string{"plain", "block", "stop", "panic", "goexit", "chain", "func"}
+var kindNames = [numKinds]string{"plain", "block", "stop", "panic", "goexit", "chain", "func",
+	"every", "periodic", "slow-periodic"}
 
 // Model states of a timeout.
 const (
@@ -73,33 +96,62 @@ const (
 // Model states of the timer's Stop.
 const (
 	stopNone     = iota
-	stopWaiting  // Stop called while a task blocks the worker; not returned yet
+	stopWaiting  // Stop called while a task blocks; not returned yet
 	stopDone     // a Stop has returned the pending timeouts
 	stopFromTask // a task stopped the timer; nobody gets the pending timeouts
 )
 
+// unknownBound is a Cancelled call's deadline while the worker is blocked.
+const unknownBound = math.MaxInt64
+
 // fuzzHandle is the model of one timeout.
 type fuzzHandle struct {
-	id       int
-	to       *hashedwheel.Timeout
-	kind     int
-	deadline int64 // nanoseconds since Start, saturated
-	state    int
-	byStop   bool // cancelled by Stop rather than by Cancel
+	id     int
+	to     *hashedwheel.Timeout
+	kind   int
+	state  int
+	byStop bool // cancelled by Stop rather than by Cancel
 
-	release    chan struct{} // kindBlock: closed to let the task return
+	// deadline is what Deadline must report; dueTick is the tick whose
+	// processing runs it (a periodic timeout: when it is not running).
+	deadline int64
+	dueTick  int64
+
+	release    chan struct{} // kindBlock, kindSlow: closed to let the task return
 	released   bool
 	chainDelay time.Duration // kindChain: the delay of the timeout it schedules
+
+	// Periodic timeouts.
+	period     int64 // 0 for a one-shot timeout
+	selfCancel int32 // the run in which the task cancels the timeout; 0 never
+	selfReset  bool  // the task calls Reset, which must return false
+	runs       int
+	running    bool  // a run was handed out and the worker has not taken it back
+	ranTick    int64 // the tick of the last run
+
+	// CancelledTask.
+	cb       bool  // the task is a CancelledTask
+	cbWant   bool  // Cancel cancelled it: one Cancelled call is due
+	cbGot    int   // Cancelled calls seen
+	cancelAt int64 // when Cancel cancelled it
+	cbBound  int64 // the latest time the call may come
+
+	uncertain bool // FuzzTimerPool: handed out or not when a task stopped the timer
 }
 
-// runRecord is what a task records when it runs, on the worker.
+// runRecord is what a task records when it runs, or its Cancelled method.
 type runRecord struct {
-	id       int                  // the handle's id; -1 for a timeout a task scheduled
-	to       *hashedwheel.Timeout // what Run received
-	at       int64                // time.Since(start) when it ran
+	id        int                  // the handle's id; -1 for a timeout a task scheduled
+	to        *hashedwheel.Timeout // what Run received
+	at        int64                // time.Since(start) when it ran
+	cancelled bool                 // a Cancelled call, not a run
+
 	child    *hashedwheel.Timeout // kindChain: what NewTimeout returned
 	childErr error
 	stopped  []*hashedwheel.Timeout // kindStop: what Stop returned
+
+	selfCancelled bool // periodic: what Cancel from the task returned
+	selfReset     bool // periodic: what Reset from the task returned
 }
 
 type fuzzModel struct {
@@ -123,6 +175,19 @@ type fuzzModel struct {
 	freeAt    int64 // when the worker last came back from a blocking task
 	blockedBy *fuzzHandle
 
+	// The pool (FuzzTimerPool). busy holds the blocked tasks that hold its
+	// goroutines; queue the tasks handed out and not started, a group per
+	// tick: FIFO across groups, any order within one.
+	pool  bool
+	poolN int
+	busy  []*fuzzHandle
+	queue [][]*fuzzHandle
+
+	// poolExited says the worker has exited after a Stop from a pooled
+	// task: it exits once the pool has run what it was handed, and only
+	// then cancels the timeouts still pending.
+	poolExited bool
+
 	stop      int
 	stopCalls []chan []*hashedwheel.Timeout // Stops called and not yet returned
 
@@ -137,7 +202,7 @@ type fuzzModel struct {
 	trace []string // the operations so far, for failure messages
 }
 
-func runFuzzTimer(t *testing.T, data []byte) {
+func runFuzzTimer(t *testing.T, data []byte, pool bool) {
 	in := &fuzzInput{data: data}
 	cfg := in.next()
 	ticks := [4]time.Duration{time.Millisecond, 10 * time.Millisecond, 3 * time.Millisecond, 7 * time.Millisecond}
@@ -151,8 +216,13 @@ func runFuzzTimer(t *testing.T, data []byte) {
 		hashedwheel.WithMaxPendingTimeouts(limit),
 		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
 	}
-	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, byTO: make(map[*hashedwheel.Timeout]*fuzzHandle)}
-	if cfg&0x80 != 0 {
+	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, pool: pool,
+		byTO: make(map[*hashedwheel.Timeout]*fuzzHandle)}
+	switch {
+	case pool:
+		m.poolN = 1 + int(cfg>>7)
+		opts = append(opts, hashedwheel.WithTaskWorkers(m.poolN))
+	case cfg&0x80 != 0:
 		// An executor that runs the task at once, on the worker.
 		m.hasExec = true
 		opts = append(opts, hashedwheel.WithTaskExecutor(func(task func()) {
@@ -160,7 +230,8 @@ func runFuzzTimer(t *testing.T, data []byte) {
 			task()
 		}))
 	}
-	m.tracef("config tick=%v WithTicksPerWheel(%d) limit=%d executor=%v", tick, wheelArg, limit, m.hasExec)
+	m.tracef("config tick=%v WithTicksPerWheel(%d) limit=%d executor=%v pool=%d", tick, wheelArg, limit,
+		m.hasExec, m.poolN)
 
 	tm, err := hashedwheel.NewTimer(opts...)
 	if err != nil {
@@ -178,7 +249,7 @@ func runFuzzTimer(t *testing.T, data []byte) {
 	// Whatever fails, let every goroutine of the bubble end.
 	t.Cleanup(func() {
 		for _, h := range m.handles {
-			if h.kind == kindBlock && !h.released {
+			if h.release != nil && !h.released {
 				close(h.release)
 				h.released = true
 			}
@@ -194,12 +265,12 @@ func runFuzzTimer(t *testing.T, data []byte) {
 	// Let every blocked task return, stop the timer if nothing did, and
 	// account for every timeout.
 	for _, h := range m.handles {
-		if h.kind == kindBlock && !h.released {
+		if h.release != nil && !h.released {
 			m.release(h)
 			m.check()
 		}
 	}
-	if m.stop == stopNone {
+	if m.stop == stopNone || m.stop == stopFromTask {
 		m.stopOp()
 		m.check()
 	}
@@ -238,25 +309,41 @@ func (m *fuzzModel) tracef(format string, args ...any) {
 // fatalf fails the execution with the operations that led to the failure.
 func (m *fuzzModel) fatalf(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("%s\noperations:\n\t%s", fmt.Sprintf(format, args...), strings.Join(m.trace, "\n\t"))
+	m.mu.Lock()
+	var runs []string
+	for _, r := range m.records {
+		what := "ran"
+		if r.cancelled {
+			what = "Cancelled"
+		}
+		if h := m.handleOf(r); h != nil {
+			runs = append(runs, fmt.Sprintf("%v: #%d %s", time.Duration(r.at), h.id, what))
+		} else {
+			runs = append(runs, fmt.Sprintf("%v: new %s", time.Duration(r.at), what))
+		}
+	}
+	m.mu.Unlock()
+	m.t.Fatalf("%s\noperations:\n\t%s\nruns recorded:\n\t%s", fmt.Sprintf(format, args...),
+		strings.Join(m.trace, "\n\t"), strings.Join(runs, "\n\t"))
 }
 
 // op reads one operation and runs it on the timer and the model.
 func (m *fuzzModel) op(in *fuzzInput) {
-	b := in.next()
-	switch op := b % 32; {
-	case op < 12:
-		m.schedule(in.next(), in.next(), b>>5)
-	case op < 18:
+	switch op := in.next() % 32; {
+	case op < 10:
+		m.schedule(in.next(), in.next(), in.next())
+	case op < 15:
 		m.cancel(in.next())
+	case op < 19:
+		m.reset(in.next(), in.next(), in.next())
 	case op < 26:
 		m.advance(in.next(), in.next())
-	case op < 29:
-		// Release a blocked task: the one blocking the worker if the
-		// byte says so, otherwise any.
+	case op < 28:
+		// Release a blocked task: the one blocking the worker or the
+		// first on the pool if the byte says so, otherwise any.
 		var blockers []*fuzzHandle
 		for _, h := range m.handles {
-			if h.kind == kindBlock && !h.released {
+			if h.release != nil && !h.released {
 				blockers = append(blockers, h)
 			}
 		}
@@ -266,9 +353,12 @@ func (m *fuzzModel) op(in *fuzzInput) {
 			if x&0x80 != 0 && m.blockedBy != nil {
 				h = m.blockedBy
 			}
+			if x&0x80 != 0 && len(m.busy) > 0 {
+				h = m.busy[0]
+			}
 			m.release(h)
 		}
-	case op < 31:
+	case op < 30:
 		m.stopOp()
 	default:
 		// Only synctest.Wait and the checks.
@@ -277,8 +367,8 @@ func (m *fuzzModel) op(in *fuzzInput) {
 	}
 }
 
-// delay decodes a delay for NewTimeout: the edges of ticks, of turns of the
-// wheel and of the int64 range.
+// delay decodes a delay for NewTimeout or Reset: the edges of ticks, of
+// turns of the wheel and of the int64 range.
 func (m *fuzzModel) delay(b1, b2 byte) time.Duration {
 	T, W := m.tick, m.wheel*m.tick
 	toBoundary := T - m.now%T // in (0, T]: to the start of the next tick
@@ -329,7 +419,43 @@ func (m *fuzzModel) delay(b1, b2 byte) time.Duration {
 	return time.Duration(d)
 }
 
-// advanceBy decodes how far to move the fake clock.
+// period decodes a period: around the tick, a turn of the wheel, and the
+// invalid ones.
+func (m *fuzzModel) period(b1, b2 byte) time.Duration {
+	T, W := m.tick, m.wheel*m.tick
+	k := int64(b2%3) + 1
+	var d int64
+	switch b1 % 12 {
+	case 0:
+		d = T
+	case 1:
+		d = T - 1
+	case 2:
+		d = T + 1
+	case 3:
+		d = k * T
+	case 4:
+		d = T / 2
+	case 5:
+		d = 1
+	case 6:
+		d = W
+	case 7:
+		d = W + T/3
+	case 8:
+		d = int64(b2)*T/16 + 1
+	case 9:
+		d = math.MaxInt64
+	case 10:
+		d = 0
+	default:
+		d = -T
+	}
+	return time.Duration(d)
+}
+
+// advanceBy decodes how far to move the fake clock. While a periodic timeout
+// is pending it moves at most 64 ticks, so that one execution stays short.
 func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 	T, W := m.tick, m.wheel*m.tick
 	toBoundary := T - m.now%T
@@ -365,50 +491,95 @@ func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 	default:
 		d = int64(time.Hour)
 	}
+	for _, h := range m.handles {
+		if h.period != 0 && h.state == statePending {
+			d = min(d, 64*T)
+			break
+		}
+	}
 	return time.Duration(d)
 }
 
-func (m *fuzzModel) schedule(b1, b2, kindByte byte) {
-	h := &fuzzHandle{id: len(m.handles), kind: int(kindByte) % numKinds}
-	if kindByte == 7 {
-		h.kind = kindBlock
+func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
+	h := &fuzzHandle{id: len(m.handles), kind: int(kindByte&15) % numKinds, cb: kindByte&16 != 0}
+	if m.pool && h.kind >= kindEvery {
+		h.kind = kindPlain
 	}
-	delay := m.delay(b1, b2)
+	if h.kind == kindFunc || h.kind == kindEvery {
+		h.cb = false // their task is a function
+	}
+	var delay time.Duration
+	switch h.kind {
+	case kindEvery, kindPeriod, kindSlow:
+		delay = m.period(b1, b2)
+		if h.kind == kindPeriod {
+			h.selfCancel = int32(kindByte>>5) % 4
+			h.selfReset = kindByte&0x80 != 0
+		}
+		if h.kind == kindSlow {
+			h.release = make(chan struct{})
+		}
+	default:
+		delay = m.delay(b1, b2)
+	}
 	switch h.kind {
 	case kindBlock:
 		h.release = make(chan struct{})
 	case kindChain:
 		h.chainDelay = m.delay(b2, b1)
 	}
+	periodic := h.kind == kindEvery || h.kind == kindPeriod || h.kind == kindSlow
 	var wantErr error
 	switch {
+	case periodic && delay <= 0:
+		wantErr = hashedwheel.ErrInvalidPeriod
 	case m.stop != stopNone:
 		wantErr = hashedwheel.ErrTimerStopped
 	case m.limit > 0 && m.pending() >= m.limit:
 		wantErr = hashedwheel.ErrTooManyPendingTimeouts
 	}
-	m.tracef("NewTimeout(%s #%d, %v)", kindNames[h.kind], h.id, delay)
+	cb := ""
+	if h.cb {
+		cb = " (CancelledTask)"
+	}
+	m.tracef("schedule %s%s #%d, %v", kindNames[h.kind], cb, h.id, delay)
 	var to *hashedwheel.Timeout
 	var err error
-	if h.kind == kindFunc {
+	switch h.kind {
+	case kindFunc:
 		id := h.id
-		to, err = m.tm.AfterFunc(delay, func() { m.record(runRecord{id: id, at: int64(time.Since(m.start))}) })
-	} else {
+		to, err = m.tm.AfterFunc(delay, func() { m.record(runRecord{id: id, at: m.since()}) })
+	case kindEvery:
+		id := h.id
+		to, err = m.tm.Every(delay, func() { m.record(runRecord{id: id, at: m.since()}) })
+	case kindPeriod, kindSlow:
+		to, err = m.tm.NewPeriodicTimeout(m.task(h), delay)
+	default:
 		to, err = m.tm.NewTimeout(m.task(h), delay)
 	}
 	if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
-		m.fatalf("NewTimeout(%v) = %v, want %v", delay, err, wantErr)
+		m.fatalf("schedule(%v) = %v, want %v", delay, err, wantErr)
 	}
 	if err != nil {
 		m.tracef("  rejected: %v", err)
 		if to != nil {
-			m.fatalf("NewTimeout returned a timeout with error %v", err)
+			m.fatalf("a timeout returned with error %v", err)
+		}
+		if h.release != nil {
+			close(h.release)
 		}
 		return
 	}
 	h.to = to
 	h.deadline = addSat(m.now, int64(max(delay, 0)))
+	h.dueTick = h.deadline / m.tick
+	if periodic {
+		h.period = int64(delay)
+	}
 	m.checkDeadline(h)
+	if h.to.Timer() != m.tm {
+		m.fatalf("#%d: Timer() is not the timer that made it", h.id)
+	}
 	m.add(h)
 	synctest.Wait()
 	m.settle()
@@ -428,44 +599,79 @@ func (m *fuzzModel) add(h *fuzzHandle) {
 	m.byTO[h.to] = h
 }
 
+func (m *fuzzModel) since() int64 { return int64(time.Since(m.start)) }
+
 func (m *fuzzModel) checkDeadline(h *fuzzHandle) {
 	if want := m.start.Add(time.Duration(h.deadline)); !h.to.Deadline().Equal(want) {
 		m.fatalf("#%d: Deadline() = %v, want %v (start + %v)", h.id, h.to.Deadline(), want, time.Duration(h.deadline))
 	}
-	if h.to.Timer() != m.tm {
-		m.fatalf("#%d: Timer() is not the timer that made it", h.id)
+}
+
+// fuzzTask is the task of a fuzzed timeout. It runs on the worker (or the
+// pool), records the run and then does what its kind says. Its fields are
+// copies: the model changes the handle on the test goroutine.
+type fuzzTask struct {
+	m          *fuzzModel
+	id, kind   int
+	release    chan struct{}
+	chainDelay time.Duration
+	selfCancel int32
+	selfReset  bool
+	runs       atomic.Int32
+}
+
+func (ft *fuzzTask) Run(to *hashedwheel.Timeout) {
+	m := ft.m
+	r := runRecord{id: ft.id, to: to, at: m.since()}
+	run := ft.runs.Add(1)
+	switch ft.kind {
+	case kindChain:
+		r.child, r.childErr = to.Timer().NewTimeout(m.childTask(), ft.chainDelay)
+	case kindStop:
+		r.stopped = to.Timer().Stop()
+	case kindPeriod:
+		if ft.selfReset {
+			r.selfReset = to.Reset(0)
+		}
+		if run == ft.selfCancel {
+			r.selfCancelled = to.Cancel()
+		}
+	}
+	m.record(r)
+	switch ft.kind {
+	case kindBlock:
+		<-ft.release
+	case kindSlow:
+		if run == 1 {
+			<-ft.release
+		}
+	case kindPanic:
+		panic("fuzz: a task panics")
+	case kindGoexit:
+		runtime.Goexit()
 	}
 }
 
-// task returns the task of h. It runs on the worker and records the run
-// before it does what its kind says.
+// fuzzCallbackTask is a fuzzTask that is a CancelledTask.
+type fuzzCallbackTask struct{ *fuzzTask }
+
+func (ft fuzzCallbackTask) Cancelled(to *hashedwheel.Timeout) {
+	ft.m.record(runRecord{id: ft.id, to: to, at: ft.m.since(), cancelled: true})
+}
+
 func (m *fuzzModel) task(h *fuzzHandle) hashedwheel.TimerTask {
-	// Copy what the task needs: the model changes h on the test goroutine.
-	id, kind, release, chainDelay := h.id, h.kind, h.release, h.chainDelay
-	return hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
-		r := runRecord{id: id, to: to, at: int64(time.Since(m.start))}
-		switch kind {
-		case kindChain:
-			r.child, r.childErr = to.Timer().NewTimeout(m.childTask(), chainDelay)
-		case kindStop:
-			r.stopped = to.Timer().Stop()
-		}
-		m.record(r)
-		switch kind {
-		case kindBlock:
-			<-release
-		case kindPanic:
-			panic("fuzz: a task panics")
-		case kindGoexit:
-			runtime.Goexit()
-		}
-	})
+	ft := &fuzzTask{m: m, id: h.id, kind: h.kind, release: h.release, chainDelay: h.chainDelay,
+		selfCancel: h.selfCancel, selfReset: h.selfReset}
+	if h.cb {
+		return fuzzCallbackTask{ft}
+	}
+	return ft
 }
 
 // childTask is the task of a timeout that a kindChain task schedules.
 func (m *fuzzModel) childTask() hashedwheel.TimerTask {
 	return hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
-		m.record(runRecord{id: -1, to: to, at: int64(time.Since(m.start))})
+		m.record(runRecord{id: -1, to: to, at: m.since()})
 	})
 }
 
@@ -482,6 +688,40 @@ func (m *fuzzModel) pick(b byte) *fuzzHandle {
 	return m.handles[int(b)%len(m.handles)]
 }
 
+// stopOpen reports whether h is among the timeouts that a stopped worker
+// will cancel once a blocked task lets it exit: pending until then.
+func (m *fuzzModel) stopOpen(h *fuzzHandle) bool {
+	switch {
+	case h.uncertain:
+		return true
+	case m.stop == stopWaiting:
+		return h.state == statePending
+	case m.stop == stopFromTask && m.pool && !m.poolExited:
+		return h.state == stateCancelled && h.byStop
+	}
+	return false
+}
+
+// workerFree reports whether the worker is free to process ticks as they
+// end: not blocked in a task and not stopped.
+func (m *fuzzModel) workerFree() bool { return m.blockedBy == nil && m.stop == stopNone }
+
+// cancelled records that Cancel cancelled h at the current time, and when
+// its Cancelled call is due: at the next tick the worker processes.
+func (m *fuzzModel) cancelled(h *fuzzHandle) {
+	h.state = stateCancelled
+	h.cancelAt = m.now
+	if !h.cb {
+		return
+	}
+	h.cbWant = true
+	if m.workerFree() {
+		h.cbBound = tickEnd(m.now/m.tick, m.tick)
+	} else {
+		h.cbBound = unknownBound // set when the worker is released, or exits
+	}
+}
+
 func (m *fuzzModel) cancel(b byte) {
 	h := m.pick(b)
 	if h == nil {
@@ -490,24 +730,63 @@ func (m *fuzzModel) cancel(b byte) {
 	m.tracef("Cancel(#%d)", h.id)
 	got := h.to.Cancel()
 	switch {
+	case m.stopOpen(h):
+		// A stopped worker waiting for a blocked task may already have
+		// cancelled it; then Cancel must say false.
+		if got {
+			m.cancelled(h)
+			h.byStop, h.uncertain = false, false
+		} else {
+			if !h.to.IsCancelled() && !h.uncertain {
+				m.fatalf("Cancel(#%d) = false while Stop waits, but it is not cancelled", h.id)
+			}
+			if !h.uncertain {
+				h.state, h.byStop = stateCancelled, true
+			}
+		}
 	case h.state != statePending:
 		if got {
 			m.fatalf("Cancel(#%d) = true on a timeout that is %s", h.id, stateName(h.state))
-		}
-	case m.stop == stopWaiting:
-		// The Stop waiting for a blocked task may already have cancelled
-		// it; then it returns it, and Cancel must say false.
-		h.state = stateCancelled
-		h.byStop = !got
-		if !got && !h.to.IsCancelled() {
-			m.fatalf("Cancel(#%d) = false while Stop waits, but it is not cancelled", h.id)
 		}
 	default:
 		if !got {
 			m.fatalf("Cancel(#%d) = false on a pending timeout", h.id)
 		}
-		h.state = stateCancelled
+		m.cancelled(h)
 		m.inTick = slices.DeleteFunc(m.inTick, func(x *fuzzHandle) bool { return x == h })
+	}
+	synctest.Wait()
+	m.settle()
+}
+
+func (m *fuzzModel) reset(b, b1, b2 byte) {
+	h := m.pick(b)
+	if h == nil {
+		return
+	}
+	d := m.delay(b1, b2)
+	m.tracef("Reset(#%d, %v)", h.id, d)
+	got := h.to.Reset(d)
+	switch {
+	case m.stopOpen(h) && !h.running:
+		// Pending until the stopped worker cancels it; Reset may move it.
+		if got {
+			h.deadline = addSat(m.now, int64(max(d, 0)))
+		}
+	case h.state != statePending || h.running:
+		if got {
+			m.fatalf("Reset(#%d) = true on a timeout that is %s (running %v)", h.id, stateName(h.state), h.running)
+		}
+	default:
+		if !got {
+			m.fatalf("Reset(#%d) = false on a pending timeout", h.id)
+		}
+		h.deadline = addSat(m.now, int64(max(d, 0)))
+		h.dueTick = h.deadline / m.tick
+		m.inTick = slices.DeleteFunc(m.inTick, func(x *fuzzHandle) bool { return x == h })
+	}
+	if got {
+		m.checkDeadline(h)
 	}
 	synctest.Wait()
 	m.settle()
@@ -519,7 +798,7 @@ func (m *fuzzModel) advance(b1, b2 byte) {
 	time.Sleep(d)
 	synctest.Wait()
 	m.now += int64(d)
-	if got := int64(time.Since(m.start)); got != m.now {
+	if got := m.since(); got != m.now {
 		m.fatalf("the fake clock reads %v, want %v", time.Duration(got), time.Duration(m.now))
 	}
 	m.settle()
@@ -530,6 +809,13 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 	close(h.release)
 	h.released = true
 	synctest.Wait()
+	if i := slices.Index(m.busy, h); i >= 0 {
+		m.busy = slices.Delete(m.busy, i, i+1)
+		m.startPooled(m.now)
+		m.maybeFinishStop()
+		m.settle()
+		return
+	}
 	if m.blockedBy != h {
 		m.settle()
 		return
@@ -537,7 +823,15 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 	m.blockedBy = nil
 	m.freeAt = m.now
 	m.curAt = m.now
+	// Cancelled calls held up by the blocked worker come with the next
+	// tick it processes, or at once if it is behind.
+	for _, x := range m.handles {
+		if x.cbWant && x.cbBound == unknownBound && m.stop == stopNone {
+			x.cbBound = max(tickEnd(m.curTick+1, m.tick), m.now)
+		}
+	}
 	if m.stop == stopWaiting {
+		m.rearm(m.now) // the run returns to a stopped worker, which keeps it pending
 		m.finishStop()
 		return
 	}
@@ -554,19 +848,30 @@ func (m *fuzzModel) stopOp() {
 	switch m.stop {
 	case stopNone:
 		m.stopCalls = append(m.stopCalls, c)
-		if m.blockedBy != nil {
+		if m.blockedBy != nil || len(m.busy) > 0 {
 			m.stop = stopWaiting
 			if len(c) != 0 {
-				m.fatalf("Stop returned while task #%d blocks the worker", m.blockedBy.id)
+				m.fatalf("Stop returned while a task blocks")
 			}
+			// Cancelled calls still due come before the worker exits.
+			m.deferCallbacks()
 			return
 		}
 		m.finishStop()
 	case stopWaiting:
 		m.stopCalls = append(m.stopCalls, c)
 		if len(c) != 0 {
-			m.fatalf("a second Stop returned while task #%d blocks the worker", m.blockedBy.id)
+			m.fatalf("a second Stop returned while a task blocks")
 		}
+	case stopFromTask:
+		if m.pool {
+			// The worker exits once the pool has run what it was handed,
+			// which a blocked task may hold up.
+			m.stopCalls = append(m.stopCalls, c)
+			m.maybeFinishStop()
+			break
+		}
+		fallthrough
 	default:
 		select {
 		case got := <-c:
@@ -580,8 +885,65 @@ func (m *fuzzModel) stopOp() {
 	m.settle()
 }
 
+// deferCallbacks makes the Cancelled calls not yet made due when the worker
+// exits, which is later than a tick once it is stopped and waits.
+func (m *fuzzModel) deferCallbacks() {
+	for _, x := range m.handles {
+		if x.cbWant && x.cbGot == 0 {
+			x.cbBound = unknownBound
+		}
+	}
+}
+
+// exited is the worker's exit: the Cancelled calls deferred are due now.
+func (m *fuzzModel) exited() {
+	for _, x := range m.handles {
+		if x.cbWant && x.cbBound == unknownBound {
+			x.cbBound = m.now
+		}
+	}
+	m.consumeCallbacks()
+	m.checkCallbacksBy(m.now)
+}
+
+// poolExit is the worker's exit after a Stop from a pooled task, once the
+// pool is free.
+func (m *fuzzModel) poolExit() {
+	if !m.poolExited {
+		m.poolExited = true
+		m.exited()
+	}
+}
+
+// maybeFinishStop finishes a Stop that waits for the pool, once nothing holds
+// it up.
+func (m *fuzzModel) maybeFinishStop() {
+	if len(m.busy) > 0 || len(m.stopCalls) == 0 {
+		return
+	}
+	switch m.stop {
+	case stopWaiting:
+		m.finishStop()
+	case stopFromTask:
+		// The Stop from the task returned nil; these return nil too.
+		m.poolExit()
+		for _, c := range m.stopCalls {
+			select {
+			case got := <-c:
+				if len(got) != 0 {
+					m.fatalf("a Stop after a Stop from a task returned %d timeouts, want none", len(got))
+				}
+			default:
+				m.fatalf("Stop did not return once the pool was free")
+			}
+		}
+		m.stopCalls = nil
+	}
+}
+
 // finishStop is the worker's exit after a Stop: every pending timeout is
-// cancelled, the first Stop returns exactly those, later ones none.
+// cancelled, the first Stop returns exactly those, later ones none; every
+// Cancelled call due has been made.
 func (m *fuzzModel) finishStop() {
 	want := make(map[*hashedwheel.Timeout]bool)
 	for _, h := range m.handles {
@@ -592,6 +954,7 @@ func (m *fuzzModel) finishStop() {
 	}
 	m.inTick = nil
 	m.stop = stopDone
+	m.exited()
 	for i, c := range m.stopCalls {
 		var got []*hashedwheel.Timeout
 		select {
@@ -648,13 +1011,14 @@ func tickEnd(tick, T int64) int64 {
 // settle brings the model's worker up to now, matching each run the timer
 // recorded with a timeout that is due, and fails on any run left over.
 func (m *fuzzModel) settle() {
-	for m.stop == stopNone && m.blockedBy == nil {
+	for m.workerFree() {
 		if len(m.inTick) == 0 {
+			m.rearm(m.curAt)
 			// The next tick with something due, if it has ended.
 			next := int64(math.MaxInt64)
 			for _, h := range m.handles {
-				if h.state == statePending {
-					next = min(next, h.deadline/m.tick)
+				if h.state == statePending && !h.running {
+					next = min(next, h.dueTick)
 				}
 			}
 			if next == math.MaxInt64 || tickEnd(next, m.tick) > m.now {
@@ -663,13 +1027,24 @@ func (m *fuzzModel) settle() {
 			m.curTick = next
 			m.curAt = max(tickEnd(next, m.tick), m.freeAt)
 			for _, h := range m.handles {
-				if h.state == statePending && h.deadline/m.tick <= next {
+				if h.state == statePending && !h.running && h.dueTick <= next {
 					m.inTick = append(m.inTick, h)
 				}
+			}
+			if m.pool {
+				m.handOut()
+				continue
 			}
 		}
 		m.runInTick()
 	}
+	if m.stop == stopFromTask && m.pool {
+		m.startPooled(m.now) // what the pool was handed runs
+		if len(m.busy) == 0 {
+			m.poolExit()
+		}
+	}
+	m.consumeCallbacks()
 	m.mu.Lock()
 	extra := m.records[m.consumed:]
 	m.mu.Unlock()
@@ -677,14 +1052,133 @@ func (m *fuzzModel) settle() {
 		r := extra[0]
 		m.fatalf("unexpected run at %v of %s (%d unexpected runs)", time.Duration(r.at), m.describe(r), len(extra))
 	}
+	if m.workerFree() {
+		m.checkCallbacksBy(m.now)
+	}
+}
+
+// handOut hands the current tick's timeouts to the pool, which starts as
+// many as it has goroutines free.
+func (m *fuzzModel) handOut() {
+	for _, h := range m.inTick {
+		h.state = stateExpired
+	}
+	m.queue = append(m.queue, m.inTick)
+	m.inTick = nil
+	m.startPooled(m.curAt)
+}
+
+// startPooled matches the recorded runs with the tasks the pool starts at
+// time at: from the oldest group handed out, while a goroutine is free.
+func (m *fuzzModel) startPooled(at int64) {
+	for len(m.queue) > 0 && len(m.busy) < m.poolN {
+		if len(m.queue[0]) == 0 {
+			m.queue = m.queue[1:]
+			continue
+		}
+		r, ok := m.nextRun()
+		if !ok {
+			if m.stop == stopFromTask {
+				return // not handed out after all: cancelled
+			}
+			var ids []int
+			for _, h := range m.queue[0] {
+				ids = append(ids, h.id)
+			}
+			m.fatalf("tasks %v, handed to the pool, did not start by %v", ids, time.Duration(at))
+		}
+		h := m.handleOf(r)
+		i := slices.Index(m.queue[0], h)
+		switch {
+		case h == nil || i < 0:
+			m.fatalf("unexpected run at %v of %s; next to start: %d tasks", time.Duration(r.at), m.describe(r), len(m.queue[0]))
+		case r.at != at && !h.uncertain:
+			m.fatalf("#%d (deadline %v) started on the pool at %v, want %v", h.id, time.Duration(h.deadline),
+				time.Duration(r.at), time.Duration(at))
+		}
+		m.queue[0] = slices.Delete(m.queue[0], i, i+1)
+		h.state, h.uncertain = stateExpired, false
+		m.runs++
+		m.ran(h, r)
+		if h.kind == kindBlock && !h.released {
+			m.busy = append(m.busy, h)
+		}
+	}
+}
+
+// nextRun returns the next recorded run, handling Cancelled calls on the way.
+func (m *fuzzModel) nextRun() (runRecord, bool) {
+	for {
+		m.mu.Lock()
+		if m.consumed == len(m.records) {
+			m.mu.Unlock()
+			return runRecord{}, false
+		}
+		r := m.records[m.consumed]
+		m.consumed++
+		m.mu.Unlock()
+		if !r.cancelled {
+			return r, true
+		}
+		m.callback(r)
+	}
+}
+
+// consumeCallbacks handles the Cancelled calls recorded after the last run.
+func (m *fuzzModel) consumeCallbacks() {
+	for {
+		m.mu.Lock()
+		if m.consumed == len(m.records) || !m.records[m.consumed].cancelled {
+			m.mu.Unlock()
+			return
+		}
+		r := m.records[m.consumed]
+		m.consumed++
+		m.mu.Unlock()
+		m.callback(r)
+	}
+}
+
+// callback checks a Cancelled call: one, for a timeout that Cancel
+// cancelled, after the Cancel and no later than the next tick.
+func (m *fuzzModel) callback(r runRecord) {
+	h := m.handleOf(r)
+	switch {
+	case h == nil:
+		m.fatalf("Cancelled called for %s", m.describe(r))
+	case !h.cbWant:
+		m.fatalf("Cancelled called at %v for #%d, which Cancel did not cancel (%s)", time.Duration(r.at), h.id,
+			stateName(h.state))
+	case h.cbGot > 0:
+		m.fatalf("Cancelled called twice for #%d", h.id)
+	case r.at < h.cancelAt || r.at > h.cbBound:
+		m.fatalf("Cancelled for #%d called at %v, want in [%v, %v]", h.id, time.Duration(r.at),
+			time.Duration(h.cancelAt), time.Duration(h.cbBound))
+	case r.to != h.to:
+		m.fatalf("Cancelled for #%d called with another timeout", h.id)
+	}
+	h.cbGot++
+}
+
+// checkCallbacksBy fails if a Cancelled call due by now has not come.
+func (m *fuzzModel) checkCallbacksBy(now int64) {
+	for _, h := range m.handles {
+		if h.cbWant && h.cbGot == 0 && (h.cbBound <= now || m.stop == stopDone) {
+			m.fatalf("Cancelled for #%d, cancelled at %v, not called by %v", h.id, time.Duration(h.cancelAt),
+				time.Duration(now))
+		}
+	}
+}
+
+func (m *fuzzModel) handleOf(r runRecord) *fuzzHandle {
+	if r.to == nil && r.id >= 0 {
+		return m.handles[r.id] // AfterFunc's and Every's tasks get no timeout
+	}
+	return m.byTO[r.to]
 }
 
 func (m *fuzzModel) describe(r runRecord) string {
-	h := m.byTO[r.to]
-	if r.to == nil && r.id >= 0 {
-		h = m.handles[r.id]
-	}
-	if h != nil {
+	if h := m.handleOf(r); h != nil {
 		return fmt.Sprintf("#%d (%s, deadline %v)", h.id, stateName(h.state), time.Duration(h.deadline))
 	}
 	return fmt.Sprintf("unknown timeout %v", r.to)
@@ -692,63 +1186,154 @@ func (m *fuzzModel) describe(r runRecord) string {
 
 // runInTick matches the recorded runs with the timeouts due in the current
 // tick, in the order the worker ran them, until they are all run or one
-// stops the worker.
+// blocks or stops the worker.
 func (m *fuzzModel) runInTick() {
 	for len(m.inTick) > 0 {
-		m.mu.Lock()
-		if m.consumed == len(m.records) {
-			m.mu.Unlock()
+		r, ok := m.nextRun()
+		if !ok {
 			var ids []int
 			for _, h := range m.inTick {
 				ids = append(ids, h.id)
 			}
 			m.fatalf("timeouts %v, due in tick %d, did not run by %v", ids, m.curTick, time.Duration(m.curAt))
 		}
-		r := m.records[m.consumed]
-		m.consumed++
-		m.mu.Unlock()
-
-		h := m.byTO[r.to]
-		if r.to == nil && r.id >= 0 {
-			h = m.handles[r.id] // AfterFunc's task gets no timeout
-		}
+		h := m.handleOf(r)
 		i := slices.Index(m.inTick, h)
 		switch {
 		case h == nil || i < 0:
 			m.fatalf("unexpected run at %v of %s; due now: %d timeouts", time.Duration(r.at), m.describe(r), len(m.inTick))
-		case r.id >= 0 && r.id != h.id:
-			m.fatalf("the task of #%d ran with the timeout of #%d", r.id, h.id)
 		case r.at != m.curAt:
 			m.fatalf("#%d (deadline %v) ran at %v, want %v", h.id, time.Duration(h.deadline),
 				time.Duration(r.at), time.Duration(m.curAt))
-		case r.at < h.deadline:
-			m.fatalf("#%d ran early", h.id) // the model would be wrong
 		}
 		m.inTick = slices.Delete(m.inTick, i, i+1)
-		h.state = stateExpired
 		m.runs++
-		switch h.kind {
-		case kindBlock:
-			if !h.released {
-				m.blockedBy = h
-				return
-			}
-		case kindStop:
-			if len(r.stopped) != 0 {
-				m.fatalf("Stop from a task returned %d timeouts, want none", len(r.stopped))
-			}
-			// Nobody gets the timeouts still pending; they are cancelled.
+		if h.period == 0 {
+			h.state = stateExpired
+		}
+		m.ran(h, r)
+		switch {
+		case h.kind == kindBlock && !h.released, h.kind == kindSlow && h.runs == 1 && !h.released:
+			m.blockedBy = h
+			return
+		case h.kind == kindStop:
+			return
+		case h.kind == kindGoexit:
+			// The worker goes on in a new goroutine, which processes this
+			// tick again from its start: it takes back the periodic runs
+			// that have returned, still in this tick, and may find them due
+			// in the bucket it is about to visit again.
+			m.rearmAt(m.curAt, m.curTick)
 			for _, x := range m.handles {
-				if x.state == statePending {
-					x.state, x.byStop = stateCancelled, true
+				if x.period != 0 && x.state == statePending && !x.running && x.dueTick <= m.curTick &&
+					!slices.Contains(m.inTick, x) {
+					m.inTick = append(m.inTick, x)
 				}
 			}
-			m.inTick = nil
-			m.stop = stopFromTask
-			return
-		case kindChain:
-			m.chained(h, r)
 		}
+	}
+}
+
+// ran checks a run against the handle and applies what the task did.
+func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
+	if r.id >= 0 && r.id != h.id {
+		m.fatalf("the task of #%d ran with the timeout of #%d", r.id, h.id)
+	}
+	if r.at < h.deadline && h.period == 0 {
+		m.fatalf("#%d ran early", h.id) // the model would be wrong
+	}
+	h.runs++
+	if h.period != 0 {
+		// Deadline reports the next run from the moment this one is
+		// handed out.
+		h.running = true
+		h.ranTick = m.curTick
+		h.deadline = addSat(h.deadline, h.period)
+		if r.selfReset {
+			m.fatalf("Reset from inside the run of periodic #%d returned true", h.id)
+		}
+		if h.selfCancel == int32(h.runs) {
+			if !r.selfCancelled {
+				m.fatalf("Cancel from inside the run of periodic #%d returned false", h.id)
+			}
+			m.cancelled(h)
+			h.cancelAt = r.at
+			if h.cb {
+				h.cbBound = unknownBound // when the run comes back
+			}
+		}
+	}
+	switch h.kind {
+	case kindStop:
+		if len(r.stopped) != 0 {
+			m.fatalf("Stop from a task returned %d timeouts, want none", len(r.stopped))
+		}
+		if m.stop == stopNone {
+			m.stoppedFromTask()
+		}
+		// Otherwise a task handed to the pool before a Stop runs after it.
+	case kindChain:
+		m.chained(h, r)
+	}
+}
+
+// stoppedFromTask applies a Stop from a task: the timeouts still pending are
+// cancelled by the worker, and nobody gets them. On the pool, the worker may
+// have handed out some of the rest of the tick before it saw the stop.
+func (m *fuzzModel) stoppedFromTask() {
+	m.stop = stopFromTask
+	if m.pool && len(m.queue) > 0 {
+		for _, x := range m.queue[len(m.queue)-1] {
+			x.uncertain = true
+		}
+	}
+	for _, x := range m.handles {
+		if x.state == statePending {
+			x.state, x.byStop = stateCancelled, true
+		}
+	}
+	m.inTick = nil
+	if m.pool {
+		m.deferCallbacks() // the worker exits once the pool is done
+		return
+	}
+	for _, x := range m.handles {
+		if x.cbWant && x.cbGot == 0 {
+			x.cbBound = min(x.cbBound, m.now) // before the worker exits
+		}
+	}
+}
+
+// rearm takes back the periodic timeouts whose runs have returned, at time
+// at: the next run is due a period after the last was; runs due a period or
+// more before at are skipped; it runs in a later tick than the last. One
+// cancelled during its run gets its Cancelled call now.
+func (m *fuzzModel) rearm(at int64) { m.rearmAt(at, -1) }
+
+// rearmAt is rearm by a worker standing at tick, or, if tick is -1, at the
+// tick after the one each timeout ran in.
+func (m *fuzzModel) rearmAt(at, tick int64) {
+	for _, h := range m.handles {
+		if !h.running || h == m.blockedBy {
+			continue
+		}
+		h.running = false
+		if h.state == stateCancelled {
+			if h.cbWant && h.cbBound == unknownBound {
+				h.cbBound = at
+			}
+			continue
+		}
+		next := h.deadline
+		if behind := at - next; next != math.MaxInt64 && behind >= h.period {
+			next += behind / h.period * h.period
+		}
+		h.deadline = next
+		floor := tick
+		if floor < 0 {
+			floor = h.ranTick + 1
+		}
+		h.dueTick = max(next/m.tick, floor)
 	}
 }
 
@@ -759,6 +1344,15 @@ func (m *fuzzModel) chained(parent *fuzzHandle, r runRecord) {
 	if m.limit > 0 && m.pending() >= m.limit {
 		wantErr = hashedwheel.ErrTooManyPendingTimeouts
 	}
+	if m.stop != stopNone {
+		wantErr = hashedwheel.ErrTimerStopped
+	}
+	if m.pool && (errors.Is(r.childErr, hashedwheel.ErrTooManyPendingTimeouts) ||
+		errors.Is(r.childErr, hashedwheel.ErrTimerStopped) && m.anyStopTask()) {
+		// On the pool the worker may expire more of the tick meanwhile,
+		// and a task on another pool goroutine may stop the timer.
+		wantErr = r.childErr
+	}
 	if !errors.Is(r.childErr, wantErr) || (wantErr == nil && r.childErr != nil) {
 		m.fatalf("NewTimeout from task #%d = %v, want %v", parent.id, r.childErr, wantErr)
 	}
@@ -766,9 +1360,23 @@ func (m *fuzzModel) chained(parent *fuzzHandle, r runRecord) {
 		return
 	}
 	h := &fuzzHandle{to: r.child, kind: kindPlain, deadline: addSat(r.at, int64(max(parent.chainDelay, 0)))}
+	h.dueTick = h.deadline / m.tick
+	if m.stop != stopNone {
+		// Made on the pool just before a Stop on another pool goroutine.
+		h.state, h.byStop, h.uncertain = stateCancelled, true, true
+	}
 	m.add(h)
 	m.tracef("  task #%d: NewTimeout(plain #%d, %v)", parent.id, h.id, parent.chainDelay)
 	m.checkDeadline(h)
+}
+
+func (m *fuzzModel) anyStopTask() bool {
+	for _, h := range m.handles {
+		if h.kind == kindStop {
+			return true
+		}
+	}
+	return false
 }
 
 func stateName(s int) string {
@@ -787,12 +1395,23 @@ func (m *fuzzModel) check() {
 	for _, h := range m.handles {
 		expired, cancelled := h.to.IsExpired(), h.to.IsCancelled()
 		want := h.state
-		if m.stop == stopWaiting && h.state == statePending && cancelled {
+		switch {
+		case h.uncertain:
+			if expired && cancelled {
+				m.fatalf("#%d: both expired and cancelled", h.id)
+			}
+			continue
+		case m.stop == stopWaiting && h.state == statePending && cancelled:
 			// Stop may cancel the pending timeouts before it returns.
 			want = stateCancelled
+		case m.stop == stopFromTask && m.pool && !m.poolExited && h.byStop && !expired && !cancelled:
+			continue // cancelled when the worker exits
 		}
 		if expired != (want == stateExpired) || cancelled != (want == stateCancelled) {
 			m.fatalf("#%d: IsExpired() = %v, IsCancelled() = %v, want %s", h.id, expired, cancelled, stateName(want))
+		}
+		if h.state == statePending && m.stop == stopNone {
+			m.checkDeadline(h)
 		}
 	}
 }
@@ -803,8 +1422,22 @@ func (m *fuzzModel) final() {
 		m.fatalf("a Stop never returned")
 	}
 	for _, h := range m.handles {
-		if h.state == statePending {
+		expired, cancelled := h.to.IsExpired(), h.to.IsCancelled()
+		switch {
+		case h.uncertain:
+			if expired == cancelled {
+				m.fatalf("#%d, left by a Stop from a task, is expired %v and cancelled %v", h.id, expired, cancelled)
+			}
+			if expired {
+				m.fatalf("#%d was handed to the pool after a Stop from a task but never ran", h.id)
+			}
+		case h.state == statePending:
 			m.fatalf("#%d still pending after Stop", h.id)
+		case h.state == stateExpired && h.period == 0 && h.runs != 1:
+			m.fatalf("#%d expired and ran %d times", h.id, h.runs)
+		}
+		if h.cbWant && h.cbGot != 1 {
+			m.fatalf("#%d got %d Cancelled calls, want 1", h.id, h.cbGot)
 		}
 	}
 	if m.hasExec {
