@@ -3,6 +3,7 @@ package hashedwheel_test
 import (
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
@@ -67,13 +68,144 @@ func ExampleTimeout_Cancel() {
 	}
 	defer timer.Stop()
 
-	// An idle deadline, pushed back on every read: cancel and schedule again.
-	idle, err := timer.AfterFunc(time.Minute, func() { fmt.Println("closing idle connection") })
+	// A request deadline. If the request finishes first, Cancel returns true
+	// and the task will never run: the request owns the outcome.
+	deadline, err := timer.AfterFunc(time.Minute, func() { fmt.Println("request timed out") })
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(idle.Cancel(), idle.Cancel(), idle.IsCancelled(), timer.PendingTimeouts())
-	// Output: true false true 0
+	fmt.Println("finished in time:", deadline.Cancel(), "pending:", timer.PendingTimeouts())
+
+	// Cancel returns false once the timeout is no longer pending: it was
+	// cancelled already, or its task has run or is running and owns the
+	// outcome.
+	fmt.Println("cancel again:", deadline.Cancel())
+	fired := make(chan struct{})
+	late, err := timer.AfterFunc(0, func() { close(fired) })
+	if err != nil {
+		log.Fatal(err)
+	}
+	<-fired
+	fmt.Println("cancel after it fired:", late.Cancel(), "expired:", late.IsExpired())
+
+	// A cancelled or expired timeout stays so: to run the task again,
+	// schedule it again.
+	again, err := timer.AfterFunc(time.Minute, func() { fmt.Println("request timed out") })
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("scheduled again, pending:", timer.PendingTimeouts(), "cancelled:", again.IsCancelled())
+	// Output:
+	// finished in time: true pending: 0
+	// cancel again: false
+	// cancel after it fired: false expired: true
+	// scheduled again, pending: 1 cancelled: false
+}
+
+func ExampleTimeout_Reset() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	// A connection's idle deadline: its task closes the connection.
+	closed := make(chan struct{})
+	idle, err := timer.AfterFunc(time.Minute, func() {
+		fmt.Println("idle: closing the connection")
+		close(closed)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// onMessage re-arms the deadline on every message, without allocating.
+	// Reset returns false once the timeout has fired or was cancelled: the
+	// connection is being closed, so drop the message and do not schedule a
+	// new timeout for it.
+	onMessage := func(msg string, idleLimit time.Duration) {
+		if !idle.Reset(idleLimit) {
+			fmt.Println("dropped", msg+": the connection is closing")
+			return
+		}
+		fmt.Println("handled", msg)
+	}
+	onMessage("hello", time.Minute)
+	onMessage("ping", time.Minute)
+	onMessage("bye", 20*time.Millisecond) // after bye, close soon
+	<-closed
+	onMessage("late ping", time.Minute)
+	// Output:
+	// handled hello
+	// handled ping
+	// handled bye
+	// idle: closing the connection
+	// dropped late ping: the connection is closing
+}
+
+func ExampleTimer_Every() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	const period = 20 * time.Millisecond
+	start := time.Now()
+	beats := make(chan time.Time, 8)
+	heartbeat, err := timer.Every(period, func() {
+		select {
+		case beats <- time.Now():
+		default: // never block the worker
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for k := 1; k <= 3; k++ {
+		// Run k is due k periods after Every, whatever the lateness of the
+		// runs before it; it never runs before that.
+		at := <-beats
+		fmt.Println("beat", k, "early:", at.Before(start.Add(time.Duration(k)*period)))
+	}
+	// A periodic timeout stays pending until it is cancelled.
+	fmt.Println("cancelled:", heartbeat.Cancel(), "pending:", timer.PendingTimeouts())
+	// Output:
+	// beat 1 early: false
+	// beat 2 early: false
+	// beat 3 early: false
+	// cancelled: true pending: 0
+}
+
+func ExampleTimer_Stats() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var ran sync.WaitGroup
+	for range 2 {
+		ran.Add(1)
+		if _, err := timer.AfterFunc(10*time.Millisecond, ran.Done); err != nil {
+			log.Fatal(err)
+		}
+	}
+	cancelled, err := timer.AfterFunc(time.Hour, func() {})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cancelled.Cancel()
+	if _, err := timer.AfterFunc(time.Hour, func() {}); err != nil { // Stop cancels it
+		log.Fatal(err)
+	}
+	ran.Wait()
+	timer.Stop()
+
+	// Once Stop has returned, the counters are final.
+	s := timer.Stats()
+	fmt.Println("expired:", s.Expired, "cancelled:", s.Cancelled, "pending:", s.Pending)
+	fmt.Println("ticks:", s.Ticks > 0, "wake-ups:", s.Wakeups > 0)
+	// Output:
+	// expired: 2 cancelled: 2 pending: 0
+	// ticks: true wake-ups: true
 }
 
 func ExampleTimer_Stop() {
