@@ -455,7 +455,8 @@ func (m *fuzzModel) period(b1, b2 byte) time.Duration {
 }
 
 // advanceBy decodes how far to move the fake clock. While a periodic timeout
-// is pending it moves at most 64 ticks, so that one execution stays short.
+// is pending, or a task blocks the worker (which then walks every tick it
+// missed), it moves at most 64 ticks, so that one execution stays short.
 func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 	T, W := m.tick, m.wheel*m.tick
 	toBoundary := T - m.now%T
@@ -490,6 +491,9 @@ func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 		d = int64(b2) * T / 16
 	default:
 		d = int64(time.Hour)
+	}
+	if m.blockedBy != nil {
+		d = min(d, 64*T)
 	}
 	for _, h := range m.handles {
 		if h.period != 0 && h.state == statePending {
