@@ -160,6 +160,7 @@ type soakCounts struct {
 	ran, panicked, cancelled, returned, rejected atomic.Int64
 	stoppedFromTask, maxLate, overLimit          atomic.Int64
 	resets, resetsTrue, callbacks, badCallbacks  atomic.Int64
+	idleFull                                     atomic.Int64
 	heapWarm, heapEnd                            atomic.Uint64
 }
 
@@ -592,8 +593,12 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 		})
 	}
 	if c.churn {
-		warm := min(d/5, 10*time.Second)
-		time.Sleep(warm)
+		// Warm up: a fifth of the time, at most 10 s, and until every
+		// producer keeps its soakIdle timeouts.
+		time.Sleep(min(d/5, 10*time.Second))
+		for n.idleFull.Load() < int64(len(producers)) && time.Now().Before(end) {
+			time.Sleep(time.Millisecond)
+		}
 		n.heapWarm.Store(quiescentHeap(&pause, producers))
 		time.Sleep(time.Until(end))
 	}
@@ -687,6 +692,9 @@ func (p *soakProducer) churn() {
 		r.to = to
 		if len(p.idle) < soakIdle {
 			p.idle = append(p.idle, r)
+			if len(p.idle) == soakIdle {
+				p.n.idleFull.Add(1)
+			}
 			return
 		}
 		i := p.rng.IntN(soakIdle)
