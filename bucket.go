@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"math"
 	"math/bits"
-	"sync/atomic"
 )
 
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
@@ -47,10 +46,8 @@ func newWheel(n int) []bucket {
 }
 
 // add appends to to the bucket.
-func (b *bucket) add(to *Timeout) {
-	// A Reset to an earlier deadline after this load goes through the
-	// changes queue, which lowers minDeadline again.
-	b.minDeadline = min(b.minDeadline, atomic.LoadInt64(&to.deadline))
+func (b *bucket) add(to *Timeout, deadline int64) {
+	b.minDeadline = min(b.minDeadline, deadline)
 	if b.tail == nil {
 		b.head = to
 	} else {

@@ -1,6 +1,7 @@
 package hashedwheel_test
 
 import (
+	"log/slog"
 	"math"
 	"runtime"
 	"sync"
@@ -601,4 +602,107 @@ func (m *runtimeMem) read() {
 	var s runtime.MemStats
 	runtime.ReadMemStats(&s)
 	m.mallocs = s.Mallocs
+}
+
+func TestResetLaterWhileTheWorkerLinksItIsNotLateByATurn(t *testing.T) {
+	// Real clock: a goroutine keeps moving a new timeout's deadline later
+	// while the worker links it. The bucket's lower bound must come from the
+	// deadline that chose the bucket, or the worker sleeps past the visit at
+	// which the timeout is due and runs it a wheel turn (here 65s) late.
+	if testing.Short() {
+		t.Skip("real clock")
+	}
+	for range 20 {
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond),
+			hashedwheel.WithTicksPerWheel(1<<16))
+		require.NoError(t, err)
+		require.NoError(t, tm.Start())
+		ran := make(chan struct{})
+		var target atomic.Pointer[hashedwheel.Timeout]
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			var to *hashedwheel.Timeout
+			for to = target.Load(); to == nil; to = target.Load() {
+				runtime.Gosched()
+			}
+			for k := 1; k <= 100; k++ {
+				to.Reset(20*time.Millisecond + time.Duration(k)*time.Millisecond)
+			}
+		})
+		to := mustSchedule(t, tm, 20*time.Millisecond, func() { close(ran) })
+		target.Store(to)
+		wg.Wait()
+		select {
+		case <-ran:
+		case <-time.After(time.Until(to.Deadline()) + 5*time.Second):
+			t.Errorf("not run 5s after its deadline: %v", to)
+		}
+		tm.Stop()
+	}
+}
+
+// goexitOnCancel calls runtime.Goexit in its first Cancelled call, as
+// t.FailNow in a test's callback does.
+type goexitOnCancel struct{ calls atomic.Int32 }
+
+func (g *goexitOnCancel) Run(*hashedwheel.Timeout) {}
+func (g *goexitOnCancel) Cancelled(*hashedwheel.Timeout) {
+	if g.calls.Add(1) == 1 {
+		runtime.Goexit()
+	}
+}
+
+func TestGoexitInCancelledDuringStopLosesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
+		time.Sleep(5 * time.Millisecond)
+		b := mustSchedule(t, tm, time.Hour+10*time.Millisecond, func() {}) // bucket 1
+		task := &goexitOnCancel{}
+		a, err := tm.NewTimeout(task, time.Hour+60*time.Millisecond) // bucket 6
+		require.NoError(t, err)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.True(t, a.Cancel())
+		assert.Equal(t, []*hashedwheel.Timeout{b}, tm.Stop())
+		assert.Equal(t, int32(1), task.calls.Load(), "Cancelled calls")
+	})
+}
+
+func TestPanickingExecutorDoesNotStrandAPeriodicTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
+			hashedwheel.WithTaskExecutor(func(task func()) {
+				if calls.Add(1) == 1 {
+					panic("executor queue full")
+				}
+				task()
+			}))
+		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 1)}
+		to, err := tm.NewPeriodicTimeout(task, 50*time.Millisecond)
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		// The run handed out at 60ms was lost with the panic; the timeout
+		// came back for the runs due at 100ms, 150ms, ..., 950ms.
+		assert.Equal(t, int32(18), task.ran.Load())
+		require.True(t, to.Cancel())
+		time.Sleep(20 * time.Millisecond)
+		assert.Len(t, task.cancelled, 1, "Cancelled not called within a tick")
+	})
+}
+
+func TestPooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
+		release := make(chan struct{})
+		mustSchedule(t, tm, 15*time.Millisecond, func() { <-release }) // holds the pool
+		var runs atomic.Int32
+		p, err := tm.Every(15*time.Millisecond, func() { runs.Add(1) })
+		require.NoError(t, err)
+		time.Sleep(25 * time.Millisecond) // both handed out at 20ms; the run waits
+		require.True(t, p.Cancel())
+		close(release)
+		time.Sleep(100 * time.Millisecond)
+		assert.Zero(t, runs.Load(), "a run handed out before Cancel started after it")
+	})
 }

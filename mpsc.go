@@ -32,7 +32,7 @@ const cacheLineSize = 64
 // has been pushed behind it, so no producer writes a node's next once pop has
 // returned it. pop clears that field, which lets the same node be pushed to
 // another queue later (a transferred timeout that is cancelled goes to the
-// cancelled queue).
+// changes queue).
 type mpscQueue struct {
 	_ [cacheLineSize]byte
 

@@ -56,9 +56,20 @@ type periodicTask struct {
 	// run runs one period of the timeout through a WithTaskExecutor,
 	// made once so that handing a run to the executor allocates nothing.
 	run func()
+
+	// handedOut is set by the worker as it gives run to the executor, and
+	// cleared by whoever takes the run: run itself as it starts, or the
+	// worker if the executor panicked without starting it. Atomic.
+	handedOut atomic.Bool
 }
 
 func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
+
+// isPeriodic reports whether to is a periodic timeout.
+func isPeriodic(to *Timeout) bool {
+	_, ok := to.task.(*periodicTask)
+	return ok
+}
 
 // Timeout states. A timeout's state word holds its phase, flags and a
 // generation count, and changes only by CompareAndSwap (or an atomic And of
@@ -113,8 +124,9 @@ type Timeout struct {
 	// (when it is scheduled, and when a periodic run comes back), or into
 	// the timer's changes queue. It is never in both at once: the changes
 	// queue takes only linked timeouts, which have left the new-timeouts
-	// queue, and a periodic run goes back to that queue only after the
-	// worker has unlinked the timeout and cleared stLinked. See mpscQueue.
+	// queue; and the worker hands out a periodic run, which goes back to
+	// that queue when it returns, only once the timeout is out of the
+	// changes queue (stQueued clear). See mpscQueue.
 	next atomic.Pointer[Timeout]
 
 	// bucketNext and bucketPrev link the timeout into its bucket, or into
@@ -174,8 +186,9 @@ func (to *Timeout) IsCancelled() bool { return to.state.Load()&phaseMask == stCa
 // moved the timeout from pending to cancelled; it returns false if the task
 // already ran or was handed to run, or the timeout was already cancelled.
 // Cancel does not wait for a running task. On a periodic timeout it stops the
-// runs after the one in progress, if any; it may be called from inside the
-// timeout's own task.
+// runs after the one in progress, if any (a run handed to a WithTaskWorkers
+// pool and not yet started does not start); it may be called from inside
+// the timeout's own task.
 //
 // The timeout leaves Timer.PendingTimeouts at once; the worker unlinks it from
 // its bucket within one tick, so that it holds no memory there, and then calls
@@ -217,9 +230,13 @@ func (to *Timeout) Cancel() bool {
 // after it follow every period from there.
 //
 // Reset returns false and changes nothing if the timeout has expired, is
-// cancelled, or is being run (a periodic timeout whose run is in progress,
-// including from inside its own task). Then schedule a new timeout if the
-// task should run again.
+// cancelled, or is being run: for a one-shot timeout, schedule a new one if
+// the task should run again. A periodic timeout is being run from when its
+// run is handed out until the worker takes it back after the run (including
+// inside its own task); it stays pending and its next run is due a period
+// after the last one, so Reset it again after the run if that matters.
+// Reset also returns false on a Timer used with another clock than it
+// started on (see NewTimer).
 //
 // Reset allocates nothing. Moving a deadline later costs a clock read and
 // two compare-and-swaps: the worker moves the timeout to its new bucket when

@@ -365,7 +365,11 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 	p := &periodicTask{task: task, period: int64(period)}
 	to := &Timeout{timer: t, task: p}
 	if t.taskExecutor != nil {
-		p.run = func() { t.runTimeout(to) }
+		p.run = func() {
+			if p.handedOut.CompareAndSwap(true, false) {
+				t.runTimeout(to)
+			}
+		}
 	}
 	if err := t.scheduleTimeout(to, period); err != nil {
 		return nil, err
@@ -584,14 +588,26 @@ func (t *Timer) wakeWorker() {
 
 // execute hands an expired timeout's task to the WithTaskExecutor executor.
 // A panic in the executor is logged with the timeout and does not reach the
-// worker.
+// worker; a periodic run the executor did not start goes back to the worker,
+// so the timeout is not stranded.
 func (t *Timer) execute(to *Timeout) {
-	defer t.recoverPanic(to, "task executor")
-	if p, ok := to.task.(*periodicTask); ok {
-		t.taskExecutor(p.run)
+	p, periodic := to.task.(*periodicTask)
+	if !periodic {
+		defer t.recoverPanic(to, "task executor")
+		t.taskExecutor(func() { t.callTask(to) })
 		return
 	}
-	t.taskExecutor(func() { t.callTask(to) })
+	p.handedOut.Store(true)
+	defer func() {
+		if r := recover(); r != nil {
+			if p.handedOut.CompareAndSwap(true, false) {
+				t.returnRun(to) // the run never started
+			}
+			t.logError("hashedwheel: task executor panicked",
+				"timeout", to, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	t.taskExecutor(p.run)
 }
 
 // callTask runs to's task; a panic in it is logged with the timeout.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -253,4 +254,69 @@ func TestOccupancyFindsTheNextNonEmptyBucket(t *testing.T) {
 		}
 		assert.Equal(t, -1, o.next(0), "n=%d: not empty after removing all", n)
 	}
+}
+
+// stalledCancel does what Cancel(to) does on a goroutine that is preempted
+// inside the push to the changes queue, between the swap of the tail and the
+// link from the node before (Go may preempt there). finish does the rest.
+func stalledCancel(t *testing.T, to *Timeout) (finish func()) {
+	s := to.state.Load()
+	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&phaseMask == stInit,
+		"want a linked, unqueued, pending timeout; state %#x", s)
+	require.True(t, to.state.CompareAndSwap(s, s|stCancelled|stQueued))
+	to.timer.pendingFor(to).Add(-1)
+	prev := to.timer.changes.producerTail.Swap(to) // the bubble starts
+	return func() {
+		prev.next.Store(to)
+		to.timer.wakeWorker()
+	}
+}
+
+func TestPeriodicInTheChangesQueueIsNotHandedOut(t *testing.T) {
+	// A periodic timeout reset to an earlier deadline waits in the changes
+	// queue behind a stalled push. Handing its run out then would put it in
+	// a shard queue too, through the same next field, and break both
+	// queues. The worker must wait until the changes queue gives it back.
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		require.NoError(t, tm.Start())
+		x, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		w, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		var runs atomic.Int32
+		p, err := tm.Every(50*time.Millisecond, func() {
+			if runs.Add(1) == 1 {
+				w.Cancel() // pushes to the changes queue from the run
+			}
+		})
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		finish := stalledCancel(t, x)
+		require.True(t, p.Reset(0))
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Zero(t, runs.Load(), "ran while still in the changes queue")
+		finish()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Positive(t, runs.Load(), "never ran once out of the changes queue")
+
+		var zRan atomic.Bool
+		z, err := tm.AfterFunc(time.Hour, func() { zRan.Store(true) })
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+		require.True(t, z.Reset(30*time.Millisecond))
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		assert.True(t, zRan.Load(), "a timeout reset earlier did not run: the changes queue is broken")
+		done := make(chan struct{})
+		go func() {
+			tm.Stop()
+			close(done)
+		}()
+		<-done
+	})
 }

@@ -42,6 +42,7 @@ func (t *Timer) run() {
 		t.transferTimeoutsToBuckets()
 		t.expireTimeouts(idx)
 		t.counters.ticks++
+		t.publishStats()
 		t.advanceTo(t.tick + 1)
 	}
 	if t.pool != nil {
@@ -50,7 +51,7 @@ func (t *Timer) run() {
 		// collectUnprocessed finds them.
 		t.pool.close()
 	}
-	t.unprocessed = t.collectUnprocessed()
+	t.collectUnprocessed()
 	t.publishStats()
 	exited = true
 }
@@ -201,13 +202,13 @@ func (t *Timer) nextDueTick() (due int64, park bool) {
 }
 
 // link puts to into bucket idx of the wheel and marks the bucket occupied.
-func (t *Timer) link(to *Timeout, idx int64) {
+func (t *Timer) link(to *Timeout, idx, deadline int64) {
 	to.bucketIndex = int32(idx)
 	b := &t.wheel[idx]
 	if b.head == nil {
 		t.occupied.add(int(idx))
 	}
-	b.add(to)
+	b.add(to, deadline)
 }
 
 // unlink takes to out of its bucket.
@@ -251,7 +252,7 @@ func (t *Timer) processChanges() {
 			deadline := atomic.LoadInt64(&to.deadline)
 			if idx := t.slotFor(deadline); idx != int64(to.bucketIndex) {
 				t.unlink(to)
-				t.link(to, idx)
+				t.link(to, idx, deadline)
 			} else {
 				b := &t.wheel[idx]
 				b.minDeadline = min(b.minDeadline, deadline)
@@ -304,9 +305,10 @@ func (t *Timer) transfer(to *Timeout) {
 		// is due. A Reset that changes the deadline after this load also
 		// changes the state, so the CompareAndSwap fails and the deadline
 		// is read again.
-		idx := t.slotFor(atomic.LoadInt64(&to.deadline))
+		deadline := atomic.LoadInt64(&to.deadline)
+		idx := t.slotFor(deadline)
 		if to.state.CompareAndSwap(s, s|stLinked) {
-			t.link(to, idx)
+			t.link(to, idx, deadline)
 			return
 		}
 		s = to.state.Load()
@@ -342,7 +344,7 @@ func (t *Timer) rearm(to *Timeout) {
 			return
 		}
 		if to.state.CompareAndSwap(s, s&^stRunning|stLinked) {
-			t.link(to, idx)
+			t.link(to, idx, next)
 			return
 		}
 	}
@@ -368,10 +370,16 @@ func (t *Timer) expireTimeouts(idx int64) {
 		switch {
 		case s&phaseMask != stInit:
 			// Cancelled: unlinked by processChanges.
+		case due && s&stQueued != 0 && isPeriodic(to):
+			// Still in the changes queue (behind a bubble, or pushed since
+			// processChanges ran): its run would push it onto a shard queue
+			// while its next field links the changes queue. processChanges
+			// brings it back to the current bucket first.
+			b.minDeadline = min(b.minDeadline, deadline)
 		case !due:
 			if want := t.slotFor(deadline); want != idx {
 				t.unlink(to) // reset to a later deadline in another bucket
-				t.link(to, want)
+				t.link(to, want, deadline)
 			} else {
 				b.minDeadline = min(b.minDeadline, deadline)
 			}
@@ -414,7 +422,7 @@ func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due b
 // periodic, to running) and out of its bucket. It returns false if the state
 // changed since s was read.
 func (t *Timer) expire(to *Timeout, s int32) bool {
-	_, periodic := to.task.(*periodicTask)
+	periodic := isPeriodic(to)
 	ns := s | stExpired
 	if periodic {
 		ns = s&^stLinked | stRunning
@@ -432,7 +440,7 @@ func (t *Timer) expire(to *Timeout, s int32) bool {
 		} else {
 			atomic.StoreInt64(&to.deadline, math.MaxInt64)
 		}
-		t.running.add(to)
+		t.running.add(to, 0)
 	} else {
 		t.pendingFor(to).Add(-1)
 	}
@@ -463,10 +471,16 @@ func (t *Timer) handOut(to *Timeout) {
 
 // runTimeout runs to's task on the calling goroutine. A periodic timeout
 // then goes back to the worker, through its queue of new timeouts, even if
-// the task panicked or called runtime.Goexit.
+// the task panicked or called runtime.Goexit. A periodic run that was
+// cancelled, or whose timer was stopped, after it was handed out (while it
+// waited in the pool's queue, say) is skipped: the timeout is pending until
+// then, so its task must not run after Cancel or Stop.
 func (t *Timer) runTimeout(to *Timeout) {
-	if _, periodic := to.task.(*periodicTask); periodic {
+	if isPeriodic(to) {
 		defer t.returnRun(to)
+		if to.IsCancelled() || t.isStopped() {
+			return
+		}
 	}
 	t.callTask(to)
 }
@@ -493,8 +507,11 @@ func (t *Timer) newTimeoutsEmpty() bool {
 // runs on the worker as it exits, after the pool has finished. Timeouts that
 // Cancel cancelled and that the worker has not yet unlinked get their
 // Cancelled call here.
+//
+// It can be resumed: a Cancelled call may call runtime.Goexit, and the
+// worker's next goroutine then runs it again. So each timeout leaves its
+// list before the call, and the result is kept in t.unprocessed.
 func (t *Timer) collectUnprocessed() []*Timeout {
-	var unprocessed []*Timeout
 	// A producer that pushed before it could see the stop is in a queue,
 	// possibly still in a bubble: wait for it rather than lose its timeout.
 	for i := range t.shards {
@@ -509,34 +526,29 @@ func (t *Timer) collectUnprocessed() []*Timeout {
 				t.running.remove(to)
 				to.state.And(^stRunning)
 			}
-			unprocessed = t.cancelForStop(to, unprocessed)
+			t.unprocessed = t.cancelForStop(to, t.unprocessed)
 		}
 	}
 	for i := range t.wheel {
 		b := &t.wheel[i]
-		for to := b.head; to != nil; {
-			next := to.bucketNext
-			to.bucketNext, to.bucketPrev, to.bucketIndex = nil, nil, -1
-			unprocessed = t.cancelForStop(to, unprocessed)
-			to = next
+		for to := b.head; to != nil; to = b.head {
+			b.remove(to)
+			to.bucketIndex = -1
+			t.unprocessed = t.cancelForStop(to, t.unprocessed)
 		}
-		*b = bucket{minDeadline: math.MaxInt64}
 	}
 	t.occupied = occupancy{}
 	// Periodic runs still out with an executor: pending, so Stop returns
 	// them. Their run comes back to queues nobody reads any more.
-	for to := t.running.head; to != nil; {
-		next := to.bucketNext
-		to.bucketNext, to.bucketPrev = nil, nil
-		unprocessed = t.cancelForStop(to, unprocessed)
-		to = next
+	for to := t.running.head; to != nil; to = t.running.head {
+		t.running.remove(to)
+		t.unprocessed = t.cancelForStop(to, t.unprocessed)
 	}
-	t.running = bucket{}
 	for t.changes.pop() != nil {
 		// Every timeout in it was in a bucket, and has been dealt with
 		// there; popping drops the queue's references to them.
 	}
-	return unprocessed
+	return t.unprocessed
 }
 
 // cancelForStop cancels to if it is still pending and appends it to
@@ -573,8 +585,9 @@ func (t *Timer) notifyCancelled(to *Timeout) {
 	c.Cancelled(to)
 }
 
-// publishStats makes the worker's counters visible to Stats. It runs before
-// the worker blocks, so counters are at most a tick behind.
+// publishStats makes the worker's counters visible to Stats. It runs after
+// each tick and before the worker blocks, so counters are at most a tick
+// behind.
 func (t *Timer) publishStats() {
 	c := &t.counters
 	t.published.expired.Store(c.expired)
