@@ -455,8 +455,9 @@ func (m *fuzzModel) period(b1, b2 byte) time.Duration {
 }
 
 // advanceBy decodes how far to move the fake clock. While a periodic timeout
-// is pending, or a task blocks the worker (which then walks every tick it
-// missed), it moves at most 64 ticks, so that one execution stays short.
+// is pending, or a task blocks or may block the worker (which then walks
+// every tick it missed), it moves at most 64 ticks, so that one execution
+// stays short.
 func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 	T, W := m.tick, m.wheel*m.tick
 	toBoundary := T - m.now%T
@@ -492,11 +493,10 @@ func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 	default:
 		d = int64(time.Hour)
 	}
-	if m.blockedBy != nil {
-		d = min(d, 64*T)
-	}
 	for _, h := range m.handles {
-		if h.period != 0 && h.state == statePending {
+		periodic := h.period != 0 && h.state == statePending
+		blocking := h.release != nil && !h.released && (h.state == statePending || h.running)
+		if periodic || blocking && !m.pool || h == m.blockedBy {
 			d = min(d, 64*T)
 			break
 		}
