@@ -385,7 +385,6 @@ func (p *soakProducer) step(kind int) bool {
 		// Reset this one or an older one, racing its expiry, maybe after
 		// it ran or was cancelled.
 		p.reset(p.recent[p.rng.IntN(len(p.recent))])
-		p.ops++
 	}
 	if p.ops%512 == 0 && time.Since(p.lastSweep) > 5*time.Millisecond {
 		p.sweep()
@@ -397,6 +396,7 @@ func (p *soakProducer) reset(r *soakRec) {
 	if r.period != 0 {
 		return // the soak checks periodic runs against made + k*period
 	}
+	p.ops++
 	d := p.delay()
 	before := time.Now()
 	// A run racing the Reset is checked against the earlier of the old and
