@@ -1,6 +1,7 @@
 package hashedwheel_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"sync"
@@ -226,4 +227,27 @@ func ExampleTimer_Stop() {
 	// Output:
 	// 3 true 0
 	// hashedwheel: timer stopped
+}
+
+func ExampleTimer_WithTimeout() {
+	// One timer for the whole program keeps every request's deadline.
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	// In an HTTP middleware, the parent would be r.Context().
+	ctx, cancel := timer.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel() // releases the wheel timeout as soon as the work is done
+
+	slowWork := time.After(time.Second)
+	select {
+	case <-slowWork:
+		fmt.Println("finished")
+	case <-ctx.Done():
+		// Done at the first tick at or after the deadline, never before.
+		fmt.Println(ctx.Err(), context.Cause(ctx))
+	}
+	// Output: context deadline exceeded context deadline exceeded
 }

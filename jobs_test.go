@@ -706,3 +706,17 @@ func TestPooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 		assert.Zero(t, runs.Load(), "a run handed out before Cancel started after it")
 	})
 }
+
+func TestPeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t)
+		log := &runLog{start: start}
+		_, err := tm.Every(jobTick, log.record)
+		require.NoError(t, err)
+		time.Sleep(105 * time.Millisecond)
+		// Due at 10ms, 20ms, ...: each at the end of its tick, a tick later.
+		assert.Equal(t, []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond,
+			50 * time.Millisecond, 60 * time.Millisecond, 70 * time.Millisecond, 80 * time.Millisecond,
+			90 * time.Millisecond, 100 * time.Millisecond}, log.runs())
+	})
+}

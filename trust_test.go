@@ -103,6 +103,12 @@ func TestZeroTimerFailsWithAClearError(t *testing.T) {
 	assert.Nil(t, tm.Stop())
 	assert.Zero(t, tm.PendingTimeouts())
 	assert.Zero(t, tm.Stats())
+	ctx, cancel := tm.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	deadline, ok := ctx.Deadline()
+	assert.True(t, ok, "a context from a zero Timer still keeps its deadline")
+	assert.WithinDuration(t, time.Now().Add(time.Hour), deadline, time.Minute)
+	assert.NoError(t, ctx.Err())
 
 	var to hashedwheel.Timeout
 	assert.False(t, to.Cancel())

@@ -323,10 +323,7 @@ func (t *Timer) rearm(to *Timeout) {
 	t.running.remove(to)
 	p := to.task.(*periodicTask)
 	// expire advanced the deadline by a period when it handed the run out.
-	next := atomic.LoadInt64(&to.deadline)
-	if behind := t.elapsed() - next; behind >= p.period && next != math.MaxInt64 {
-		next += behind / p.period * p.period
-	}
+	next := skipBehind(atomic.LoadInt64(&to.deadline), p.period, t.elapsed())
 	// Reset returns false while stRunning is set, so the worker alone
 	// writes the deadline now.
 	atomic.StoreInt64(&to.deadline, next)
@@ -348,6 +345,17 @@ func (t *Timer) rearm(to *Timeout) {
 			return
 		}
 	}
+}
+
+// skipBehind returns the first of due, due+period, due+2*period, ... that
+// is at most one period behind now: the runs more than a period behind are
+// skipped, as time.Ticker drops ticks.
+func skipBehind(due, period, now int64) int64 {
+	if behind := now - due; behind > period {
+		// ceil(behind/period) - 1 periods; the sum stays below now.
+		due += (behind - 1) / period * period
+	}
+	return due
 }
 
 // expireTimeouts visits bucket idx at the end of tick t.tick: it hands out
@@ -388,12 +396,13 @@ func (t *Timer) expireTimeouts(idx int64) {
 				// Undo nothing: claimDue has not changed the state yet.
 				return
 			}
-			if !t.expire(to, s) {
-				continue // the state changed under us: look again
-			}
-			// One clock read per batch of runs, for the statistics.
+			// One clock read per batch of runs, for the statistics and
+			// the periodic skip.
 			if handed%64 == 0 {
 				now = t.elapsed()
+			}
+			if !t.expire(to, s, now) {
+				continue // the state changed under us: look again
 			}
 			handed++
 			t.countLateness(now - deadline)
@@ -420,8 +429,8 @@ func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due b
 
 // expire moves to, pending and due with state s, to expired (or, if it is
 // periodic, to running) and out of its bucket. It returns false if the state
-// changed since s was read.
-func (t *Timer) expire(to *Timeout, s int32) bool {
+// changed since s was read. now is about the time of the hand-out.
+func (t *Timer) expire(to *Timeout, s int32, now int64) bool {
 	periodic := isPeriodic(to)
 	ns := s | stExpired
 	if periodic {
@@ -433,10 +442,14 @@ func (t *Timer) expire(to *Timeout, s int32) bool {
 	t.unlink(to)
 	if periodic {
 		// Deadline reports the next run from now on. Reset returns false
-		// while stRunning is set, so the worker alone writes it.
+		// while stRunning is set, so the worker alone writes it. A worker
+		// that fell behind (a task blocked it) hands out this run as the
+		// latest one due, skipping those more than a period behind, so
+		// that the next is not due at once too.
 		period := to.task.(*periodicTask).period
-		if next := atomic.LoadInt64(&to.deadline); next <= math.MaxInt64-period {
-			atomic.StoreInt64(&to.deadline, next+period)
+		due := skipBehind(atomic.LoadInt64(&to.deadline), period, now)
+		if due <= math.MaxInt64-period {
+			atomic.StoreInt64(&to.deadline, due+period)
 		} else {
 			atomic.StoreInt64(&to.deadline, math.MaxInt64)
 		}

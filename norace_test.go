@@ -1,0 +1,5 @@
+//go:build !race
+
+package hashedwheel_test
+
+const raceEnabled = false
