@@ -32,9 +32,9 @@ import (
 // processed back to back once it returns. Within one tick the order is not
 // promised, so the model takes the order from the runs it observes and checks
 // only that each run is one that is due, at the time it is due. A periodic
-// timeout's next run is due a period after the last one was due; when its
-// run returns, runs due a period or more before that moment are skipped, and
-// the next run is in a later tick than the last.
+// timeout's next run is due a period after the last one was due; when a run
+// is handed out or returns, runs due more than a period before that moment
+// are skipped, and the next run is in a later tick than the last.
 //
 // The input's first byte picks the configuration (tick, wheel size, pending
 // limit, executor); the rest is read by op. The seeds in
@@ -174,6 +174,7 @@ type fuzzModel struct {
 	curAt     int64
 	freeAt    int64 // when the worker last came back from a blocking task
 	blockedBy *fuzzHandle
+	blockTick int64 // the tick in which a task last blocked the worker
 
 	// The pool (FuzzTimerPool). busy holds the blocked tasks that hold its
 	// goroutines; queue the tasks handed out and not started, a group per
@@ -827,13 +828,6 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 	m.blockedBy = nil
 	m.freeAt = m.now
 	m.curAt = m.now
-	// Cancelled calls held up by the blocked worker come with the next
-	// tick it processes, or at once if it is behind.
-	for _, x := range m.handles {
-		if x.cbWant && x.cbBound == unknownBound && m.stop == stopNone {
-			x.cbBound = max(tickEnd(m.curTick+1, m.tick), m.now)
-		}
-	}
 	if m.stop == stopWaiting {
 		m.rearm(m.now) // the run returns to a stopped worker, which keeps it pending
 		m.finishStop()
@@ -1057,6 +1051,13 @@ func (m *fuzzModel) settle() {
 		m.fatalf("unexpected run at %v of %s (%d unexpected runs)", time.Duration(r.at), m.describe(r), len(extra))
 	}
 	if m.workerFree() {
+		// Cancelled calls held up by a blocked worker come with the next
+		// tick it processed once free, at once if it was behind.
+		for _, x := range m.handles {
+			if x.cbWant && x.cbBound == unknownBound {
+				x.cbBound = max(tickEnd(m.blockTick+1, m.tick), m.freeAt)
+			}
+		}
 		m.checkCallbacksBy(m.now)
 	}
 }
@@ -1219,6 +1220,7 @@ func (m *fuzzModel) runInTick() {
 		switch {
 		case h.kind == kindBlock && !h.released, h.kind == kindSlow && h.runs == 1 && !h.released:
 			m.blockedBy = h
+			m.blockTick = m.curTick
 			return
 		case h.kind == kindStop:
 			return
@@ -1249,10 +1251,11 @@ func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
 	h.runs++
 	if h.period != 0 {
 		// Deadline reports the next run from the moment this one is
-		// handed out.
+		// handed out. A run handed out late is the latest one due: those
+		// more than a period behind are skipped.
 		h.running = true
 		h.ranTick = m.curTick
-		h.deadline = addSat(h.deadline, h.period)
+		h.deadline = addSat(latestDue(h.deadline, h.period, r.at), h.period)
 		if r.selfReset {
 			m.fatalf("Reset from inside the run of periodic #%d returned true", h.id)
 		}
@@ -1328,10 +1331,7 @@ func (m *fuzzModel) rearmAt(at, tick int64) {
 			}
 			continue
 		}
-		next := h.deadline
-		if behind := at - next; next != math.MaxInt64 && behind >= h.period {
-			next += behind / h.period * h.period
-		}
+		next := latestDue(h.deadline, h.period, at)
 		h.deadline = next
 		floor := tick
 		if floor < 0 {
@@ -1339,6 +1339,21 @@ func (m *fuzzModel) rearmAt(at, tick int64) {
 		}
 		h.dueTick = max(next/m.tick, floor)
 	}
+}
+
+// latestDue returns the first of due, due+period, due+2*period, ... that is
+// at most one period behind now: a run exactly one period behind is on time,
+// one more than a period behind is skipped.
+func latestDue(due, period, now int64) int64 {
+	for now-due > period {
+		// Whole periods at once, then the last few one by one.
+		if k := (now - due) / period; k > 1 {
+			due += (k - 1) * period
+			continue
+		}
+		due += period
+	}
+	return due
 }
 
 // chained checks the NewTimeout that a kindChain task made, and adds its
