@@ -51,3 +51,39 @@ func TestPeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
 		}
 	})
 }
+
+// TestPeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker: the skip at
+// hand-out must use the time of the hand-out. A periodic timeout due in the
+// same tick as a task that blocks the worker, and handed out after it, must
+// run once when the worker is released, not twice at the same instant.
+func TestPeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
+		require.NoError(t, tm.Start())
+		start := time.Now()
+
+		// Both are due in tick 1, which ends at 2ms; the blocking task is
+		// scheduled first. It blocks the worker from 2ms to 8ms.
+		release := make(chan struct{})
+		mustSchedule(t, tm, time.Millisecond, func() { <-release })
+		var mu sync.Mutex
+		var runs []time.Duration
+		_, err := tm.Every(time.Millisecond, func() {
+			mu.Lock()
+			runs = append(runs, time.Since(start))
+			mu.Unlock()
+		})
+		require.NoError(t, err)
+
+		time.Sleep(8 * time.Millisecond)
+		close(release)
+		synctest.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, runs)
+		for i := 1; i < len(runs); i++ {
+			assert.NotEqual(t, runs[i-1], runs[i], "two runs at %v, back to back; all runs: %v", runs[i], runs)
+		}
+	})
+}
