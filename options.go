@@ -110,7 +110,10 @@ func WithTaskExecutor(exec func(task func())) Option {
 // WithTaskWorkers runs tasks on a pool of n goroutines that the Timer starts
 // with its worker and ends in Stop, which waits for the tasks running on
 // them. A slow task (a blocked write, say) then delays only its own pool
-// goroutine, not expiry nor the other tasks. Tasks are handed out in the
+// goroutine, not expiry, nor the other tasks while another pool goroutine is
+// free. Every task of the timer runs on the pool, so give n more goroutines
+// than tasks that may block at once. CancelledTask's Cancelled still runs on
+// the worker. Tasks are handed out in the
 // order the worker expires them, through an unbounded queue, so the worker
 // never waits for the pool; a periodic timeout never has two runs at once.
 // Stop called from a pooled task neither deadlocks nor waits, as from a task

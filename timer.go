@@ -224,7 +224,10 @@ type Timer struct {
 //
 // A Timer created inside a testing/synctest bubble runs on the bubble's fake
 // clock. Create, start, use and stop it inside that one bubble: its worker
-// waits on channels that belong to the bubble it was created in.
+// waits on channels that belong to the bubble it was created in. A Timer
+// created or started outside a bubble and used inside one (a package-level
+// Timer in a synctest test, say) fails with an error rather than keep
+// deadlines decades off; Reset returns false there.
 //
 // An invalid option makes NewTimer return a nil Timer and an error naming the
 // option and the value it got.

@@ -396,9 +396,10 @@ func (t *Timer) expireTimeouts(idx int64) {
 				// Undo nothing: claimDue has not changed the state yet.
 				return
 			}
-			// One clock read per batch of runs, for the statistics and
-			// the periodic skip.
-			if handed%64 == 0 {
+			// One clock read per batch of runs, for the statistics; one
+			// per periodic run, whose skip needs the time of its hand-out
+			// (a task before it in this bucket may have blocked).
+			if handed%64 == 0 || isPeriodic(to) {
 				now = t.elapsed()
 			}
 			if !t.expire(to, s, now) {
