@@ -1,0 +1,810 @@
+package hashedwheel_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+var soakFor = flag.Duration("soak", 0,
+	"run TestSoak for this long in all, shared among its configurations (for example -soak=5m); 0 skips it")
+
+// TestSoak runs the timer on the real clock under many goroutines that race
+// NewTimeout, Cancel, Reset and Stop, one configuration after another, and
+// accounts for every timeout. For each configuration it prints one line:
+//
+//	config=<name> ops=<n> lost=0 double=0 early=0 stuck=0
+//
+// and fails if any of the four is not zero. ops counts the calls of
+// NewTimeout, NewPeriodicTimeout, Cancel, Reset and Stop, whatever they
+// returned. A timeout is
+//
+//   - lost if, once the timer is stopped and every task has returned, it
+//     neither ran, nor was cancelled by a Cancel that returned true, nor was
+//     returned by Stop (or, after a Stop from a task, cancelled by the
+//     worker); a periodic one, if it was not cancelled;
+//   - double if its task ran twice (a periodic one: two runs at once), or
+//     ran and was also cancelled by a Cancel that returned true or returned
+//     by Stop, or a Cancel returned true twice;
+//   - early if its task ran before its Deadline() (a periodic one: before
+//     the due time of that run), or before the delay had passed since just
+//     before the NewTimeout, or the last Reset that returned true, was called;
+//   - stuck if, while the timer runs, it is neither expired nor cancelled
+//     soakStuckAfter past its deadline (a periodic one: past the due time of
+//     its next run).
+//
+// Half of the tasks are CancelledTasks; the configuration fails if one of
+// them got a Cancelled call for a timeout that Cancel did not cancel, or not
+// exactly one for one it did.
+//
+// The configuration "churn" also checks that the heap does not grow: the heap
+// after a GC at the end is within 10% of the heap after a GC once warmed up.
+func TestSoak(t *testing.T) {
+	if *soakFor <= 0 {
+		t.Skip("soak not asked for; run with -soak=5m")
+	}
+	configs := soakConfigs()
+	each := *soakFor / time.Duration(len(configs))
+	var total int64
+	for _, c := range configs {
+		t.Run(c.name, func(t *testing.T) {
+			var n soakCounts
+			if c.rounds {
+				soakRounds(t, c, each, &n)
+			} else {
+				soakContinuous(t, c, each, &n)
+			}
+			line := fmt.Sprintf("config=%s ops=%d lost=%d double=%d early=%d stuck=%d",
+				c.name, n.ops.Load(), n.lost.Load(), n.double.Load(), n.early.Load(), n.stuck.Load())
+			fmt.Println(line)
+			t.Logf("%s: ran %d (%d panicked; latest %v after its deadline), cancelled %d, returned by Stop %d, "+
+				"cancelled by a Stop from a task %d, rejected %d, resets %d (%d true), Cancelled calls %d",
+				c.name, n.ran.Load(), n.panicked.Load(), time.Duration(n.maxLate.Load()), n.cancelled.Load(),
+				n.returned.Load(), n.stoppedFromTask.Load(), n.rejected.Load(), n.resets.Load(),
+				n.resetsTrue.Load(), n.callbacks.Load())
+			if n.lost.Load()+n.double.Load()+n.early.Load()+n.stuck.Load() != 0 {
+				t.Errorf("%s: lost, double, early or stuck timeouts", line)
+			}
+			if n.badCallbacks.Load() != 0 {
+				t.Errorf("%s: %d timeouts got a wrong number of Cancelled calls", c.name, n.badCallbacks.Load())
+			}
+			if c.limit > 0 {
+				fmt.Printf("config=%s rejected=%d pending-read-above-limit=%d\n", c.name, n.rejected.Load(), n.overLimit.Load())
+				if n.overLimit.Load() != 0 {
+					t.Errorf("%s: PendingTimeouts read above the limit of %d, %d times", c.name, c.limit, n.overLimit.Load())
+				}
+			}
+			if n.ran.Load() == 0 || n.cancelled.Load() == 0 {
+				t.Errorf("%s: nothing ran or nothing was cancelled; the soak tested nothing", line)
+			}
+			total += n.ops.Load()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			t.Logf("%s: heap after GC once done %d B", c.name, ms.HeapAlloc)
+		})
+	}
+	fmt.Printf("config=all ops=%d\n", total)
+}
+
+// soakStuckAfter is how long past its deadline a pending timeout counts as
+// stuck: ticks are milliseconds, but a loaded machine, or the race detector,
+// may stall the worker for far longer than a tick. On two cores at a load
+// average of 17-20, the worker ran 17 s behind for a while, and caught up.
+const soakStuckAfter = 30 * time.Second
+
+type soakConfig struct {
+	name      string
+	producers int
+	opts      func(*soakExec) []hashedwheel.Option
+	limit     int64 // WithMaxPendingTimeouts
+	periodic  bool  // make periodic timeouts too
+	rounds    bool  // stop and replace the timer every few milliseconds
+	churn     bool  // schedule and cancel only, and check the heap
+}
+
+// soakExec is a task executor that runs tasks on goroutines of its own, and
+// can wait for them.
+type soakExec struct{ wg sync.WaitGroup }
+
+func (e *soakExec) goExecutor(task func()) { e.wg.Go(task) }
+
+// soakBaseOpts is a 1ms tick and 256 buckets: the hour-long timeouts wrap
+// the wheel many times. (A 16-bucket wheel holding tens of thousands of
+// timeouts makes the worker walk thousands at every tick; on a loaded machine
+// it then falls behind for good, as Netty's would. FuzzTimer covers turns of
+// small wheels exactly.)
+func soakBaseOpts() []hashedwheel.Option {
+	return []hashedwheel.Option{
+		hashedwheel.WithTickDuration(time.Millisecond),
+		hashedwheel.WithTicksPerWheel(256),
+		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
+	}
+}
+
+func soakConfigs() []soakConfig {
+	with := func(extra ...hashedwheel.Option) func(*soakExec) []hashedwheel.Option {
+		return func(*soakExec) []hashedwheel.Option { return append(soakBaseOpts(), extra...) }
+	}
+	goExec := func(e *soakExec) []hashedwheel.Option {
+		return append(soakBaseOpts(), hashedwheel.WithTaskExecutor(e.goExecutor))
+	}
+	return []soakConfig{
+		// First, so that its heap is not that of the goroutines the others
+		// leave to the runtime to reuse.
+		{name: "churn", producers: 4, opts: with(), churn: true},
+		{name: "worker", producers: 8, opts: with()},
+		{name: "executor-go", producers: 8, opts: goExec},
+		{name: "executor-sync", producers: 8, opts: with(hashedwheel.WithTaskExecutor(func(task func()) { task() }))},
+		{name: "pool", producers: 8, opts: with(hashedwheel.WithTaskWorkers(4))},
+		{name: "limit", producers: 8, limit: 1024, opts: with(hashedwheel.WithMaxPendingTimeouts(1024))},
+		{name: "periodic", producers: 8, periodic: true, opts: with()},
+		{name: "periodic-executor-go", producers: 8, periodic: true, opts: goExec},
+		{name: "periodic-pool", producers: 8, periodic: true, opts: with(hashedwheel.WithTaskWorkers(4))},
+		{name: "stop-rounds", producers: 4, opts: with(), rounds: true},
+		{name: "stop-rounds-pool", producers: 4, opts: with(hashedwheel.WithTaskWorkers(2)), rounds: true},
+	}
+}
+
+type soakCounts struct {
+	ops, lost, double, early, stuck              atomic.Int64
+	ran, panicked, cancelled, returned, rejected atomic.Int64
+	stoppedFromTask, maxLate, overLimit          atomic.Int64
+	resets, resetsTrue, callbacks, badCallbacks  atomic.Int64
+	idleFull                                     atomic.Int64
+	heapWarm, heapEnd                            atomic.Uint64
+}
+
+// soakEpoch is the zero of soakRec's atomic times; it has a monotonic
+// reading, so differences from it are monotonic too.
+var soakEpoch = time.Now()
+
+func soakNanos(t time.Time) int64 { return int64(t.Sub(soakEpoch)) }
+
+// soakRec is a timeout's record and its task.
+type soakRec struct {
+	n    *soakCounts
+	to   *hashedwheel.Timeout // producer only
+	made time.Time            // just before NewTimeout; producer only
+	kind int
+
+	// earliest is when the task may run first, in soakNanos: made plus the
+	// delay, or later after a Reset that returned true. Set before the
+	// timeout is scheduled and after such a Reset, so a run racing the
+	// Reset may be checked against the old value, never a wrong one.
+	earliest atomic.Int64
+
+	// period is the period of a periodic timeout, 0 for a one-shot one;
+	// selfCancel is the run in which its task cancels it, 0 for never.
+	period     time.Duration
+	selfCancel int32
+
+	runs          atomic.Int32
+	inRun         atomic.Int32
+	cancelledByUs atomic.Bool
+	callbacks     atomic.Int32 // Cancelled calls
+	doubleSeen    atomic.Bool  // so that a timeout counts once as double
+	earlySeen     atomic.Bool
+	stuckSeen     bool // producer only
+}
+
+const (
+	soakPlain = iota
+	soakPanic // the task panics
+	soakStop  // the task stops its timer
+)
+
+func (r *soakRec) Run(to *hashedwheel.Timeout) {
+	now := time.Now()
+	overlap := r.inRun.Add(1) > 1
+	defer r.inRun.Add(-1)
+	// A one-shot task never runs after a Cancel that returned true; a
+	// periodic one may start a run that was handed out just before it.
+	if overlap || r.cancelledByUs.Load() && r.period == 0 {
+		r.flag(&r.n.double, &r.doubleSeen)
+	}
+	runs := r.runs.Add(1)
+	r.n.ran.Add(1)
+	if r.period == 0 {
+		if runs > 1 {
+			r.flag(&r.n.double, &r.doubleSeen)
+		}
+		if soakNanos(now) < r.earliest.Load() || now.Before(to.Deadline()) {
+			r.flag(&r.n.early, &r.earlySeen)
+		}
+		late := int64(now.Sub(to.Deadline()))
+		for m := r.n.maxLate.Load(); late > m && !r.n.maxLate.CompareAndSwap(m, late); m = r.n.maxLate.Load() {
+		}
+	} else {
+		// Run k is due at made + k*period; runs may be skipped, never
+		// brought forward, so this run, the runs-th, is due no sooner than
+		// made + runs*period. Deadline already reports the next run.
+		if soakNanos(now) < r.earliest.Load()+int64(runs-1)*int64(r.period) ||
+			now.Before(to.Deadline().Add(-r.period)) {
+			r.flag(&r.n.early, &r.earlySeen)
+		}
+		if runs == r.selfCancel && to.Cancel() {
+			r.n.ops.Add(1)
+			r.markCancelled()
+		}
+	}
+	switch r.kind {
+	case soakPanic:
+		r.n.panicked.Add(1)
+		panic("soak: a task panics")
+	case soakStop:
+		to.Timer().Stop()
+	}
+}
+
+func (r *soakRec) flag(count *atomic.Int64, seen *atomic.Bool) {
+	if seen.CompareAndSwap(false, true) {
+		count.Add(1)
+	}
+}
+
+// soakCallbackRec is a soakRec whose task is a CancelledTask.
+type soakCallbackRec struct{ *soakRec }
+
+func (r soakCallbackRec) Cancelled(*hashedwheel.Timeout) {
+	r.callbacks.Add(1)
+	r.n.callbacks.Add(1)
+}
+
+// cancel cancels r's timeout and records what Cancel said.
+func (r *soakRec) cancel() {
+	if r.to.Cancel() {
+		r.markCancelled()
+	}
+}
+
+func (r *soakRec) markCancelled() {
+	r.n.cancelled.Add(1)
+	if r.cancelledByUs.Swap(true) || (r.period == 0 && r.runs.Load() > 0) {
+		r.flag(&r.n.double, &r.doubleSeen)
+	}
+}
+
+// soakProducer schedules, cancels, resets and checks timeouts on one
+// goroutine.
+//
+// Its records of timeouts not yet seen to end are in three lists, so that
+// checking them costs about one look at each: recent, in the order they were
+// made; late, timeouts that had not ended when sweep looked at them first;
+// long, the hour-long ones, looked at only when the timer stops.
+type soakProducer struct {
+	tm        *hashedwheel.Timer
+	n         *soakCounts
+	rng       *rand.Rand
+	limit     int64           // the timer's pending limit, 0 if none
+	periodic  bool            // make periodic timeouts too
+	cancels   chan<- *soakRec // to the cancellers, who race expiry
+	recent    []*soakRec
+	late      []*soakRec
+	long      []*soakRec
+	idle      []*soakRec // churn: hour-long timeouts kept pending
+	ops       int64
+	lastSweep time.Time
+
+	lastLateSweep time.Time
+}
+
+// soakSettle is how old a record must be before sweep looks at it: longer
+// than the longest short delay and a few ticks.
+const soakSettle = 50 * time.Millisecond
+
+// soakMaxLong is how many hour-long timeouts a producer leaves pending.
+const soakMaxLong = 32
+
+// delay draws a delay: mostly a few ticks, sometimes zero or negative,
+// sometimes an hour (those are cancelled, or returned by Stop).
+func (p *soakProducer) delay() time.Duration {
+	switch x := p.rng.IntN(100); {
+	case x < 5:
+		return -time.Duration(p.rng.IntN(1000))
+	case x < 10:
+		return 0
+	case x < 55:
+		return time.Duration(p.rng.Int64N(int64(3 * time.Millisecond)))
+	case x < 95:
+		return time.Duration(p.rng.Int64N(int64(20 * time.Millisecond)))
+	default:
+		return time.Hour
+	}
+}
+
+// step makes one timeout and maybe cancels or resets one. It returns false
+// once the timer is stopped.
+func (p *soakProducer) step(kind int) bool {
+	d := p.delay()
+	r := &soakRec{n: p.n, kind: kind}
+	var task hashedwheel.TimerTask = r
+	if p.rng.IntN(2) == 0 {
+		task = soakCallbackRec{r}
+	}
+	periodic := p.periodic && p.rng.IntN(8) == 0
+	if periodic {
+		d = time.Duration(1+p.rng.IntN(8)) * time.Millisecond
+		r.period = d
+		r.selfCancel = int32(p.rng.IntN(20))
+	}
+	before := time.Now()
+	r.earliest.Store(soakNanos(before) + int64(max(d, 0)))
+	var to *hashedwheel.Timeout
+	var err error
+	if periodic {
+		to, err = p.tm.NewPeriodicTimeout(task, d)
+	} else {
+		to, err = p.tm.NewTimeout(task, d)
+	}
+	p.ops++
+	switch {
+	case errors.Is(err, hashedwheel.ErrTimerStopped):
+		return false
+	case errors.Is(err, hashedwheel.ErrTooManyPendingTimeouts):
+		p.n.rejected.Add(1)
+		// Pending never exceeds the limit, even while calls are rejected.
+		if p.limit > 0 && p.tm.PendingTimeouts() > p.limit {
+			p.n.overLimit.Add(1)
+		}
+		return true
+	case err != nil:
+		panic(fmt.Sprintf("soak: NewTimeout: %v", err))
+	}
+	r.to = to
+	r.made = before
+	p.recent = append(p.recent, r)
+	switch x := p.rng.IntN(100); {
+	case periodic:
+		// Cancelled by its task, by the sweep, or by Stop.
+	case x < 15 || d == time.Hour && x < 90:
+		// Cancel at once.
+		r.cancel()
+		p.ops++
+	case x < 30:
+		// Let a canceller race the expiry.
+		select {
+		case p.cancels <- r:
+			p.ops++
+		default:
+		}
+	case x < 35 && len(p.recent) > 1:
+		// Cancel an older one, maybe again, maybe after it ran.
+		p.recent[p.rng.IntN(len(p.recent))].cancel()
+		p.ops++
+	case x < 50:
+		// Reset this one or an older one, racing its expiry, maybe after
+		// it ran or was cancelled.
+		p.reset(p.recent[p.rng.IntN(len(p.recent))])
+	}
+	if p.ops%512 == 0 && time.Since(p.lastSweep) > 5*time.Millisecond {
+		p.sweep()
+	}
+	return true
+}
+
+func (p *soakProducer) reset(r *soakRec) {
+	if r.period != 0 {
+		return // the soak checks periodic runs against made + k*period
+	}
+	p.ops++
+	d := p.delay()
+	before := time.Now()
+	// A run racing the Reset is checked against the earlier of the old and
+	// new deadlines until Reset has said which holds.
+	old, next := r.earliest.Load(), soakNanos(before)+int64(max(d, 0))
+	r.earliest.Store(min(old, next))
+	p.n.resets.Add(1)
+	if r.to.Reset(d) {
+		p.n.resetsTrue.Add(1)
+	} else {
+		next = old
+	}
+	r.earliest.Store(next)
+}
+
+// sweep drops the records of timeouts that ended as they should, and counts
+// those stuck. It keeps those whose end is not yet visible: a task handed to
+// an executor but not yet run, a Cancel that returned true but whose caller
+// has not recorded it yet, a Cancelled call not yet made.
+func (p *soakProducer) sweep() {
+	now := time.Now()
+	p.lastSweep = now
+	if now.Sub(p.lastLateSweep) > soakSettle {
+		p.lastLateSweep = now
+		p.late = p.sweepList(p.late, now)
+	}
+	old := 0
+	for old < len(p.recent) && now.Sub(p.recent[old].made) > soakSettle {
+		r := p.recent[old]
+		old++
+		if p.ended(r, now) {
+			continue
+		}
+		if r.period == 0 && r.to.Deadline().Sub(r.made) >= time.Hour {
+			p.long = append(p.long, r)
+			if len(p.long) > soakMaxLong {
+				// Keep the hour-long ones few, as a server's idle timeouts
+				// are; with a pending limit they would fill it.
+				p.long[0].cancel()
+				p.ops++
+				p.long = p.sweepList(p.long, now)
+			}
+		} else {
+			p.late = append(p.late, r)
+		}
+	}
+	n := copy(p.recent, p.recent[old:])
+	clear(p.recent[n:])
+	p.recent = p.recent[:n]
+}
+
+func (p *soakProducer) sweepList(list []*soakRec, now time.Time) []*soakRec {
+	kept := list[:0]
+	for _, r := range list {
+		if !p.ended(r, now) {
+			kept = append(kept, r)
+		}
+	}
+	clear(list[len(kept):])
+	return kept
+}
+
+// ended reports whether r's timeout has visibly ended; it counts it as
+// double or stuck if it is. A periodic timeout that has run for a while is
+// cancelled here.
+func (p *soakProducer) ended(r *soakRec, now time.Time) bool {
+	expired, cancelled := r.to.IsExpired(), r.to.IsCancelled()
+	_, wantsCallback := r.to.Task().(hashedwheel.CancelledTask)
+	switch {
+	case expired && (cancelled || r.period != 0):
+		r.flag(&p.n.double, &r.doubleSeen)
+		return true
+	case expired && r.runs.Load() > 0:
+		return true
+	case cancelled && r.cancelledByUs.Load() && (!wantsCallback || r.callbacks.Load() > 0):
+		return true
+	}
+	if !expired && !cancelled {
+		if r.period != 0 && r.runs.Load() > 20 {
+			r.cancel()
+			p.ops++
+			return false
+		}
+		// For a periodic timeout, Deadline is when the next run is due.
+		if !r.stuckSeen && now.Sub(r.to.Deadline()) > soakStuckAfter {
+			r.stuckSeen = true
+			p.n.stuck.Add(1)
+		}
+	}
+	return false
+}
+
+// records returns all of p's records not yet seen to end.
+func (p *soakProducer) records() []*soakRec {
+	return slices.Concat(p.recent, p.late, p.long, p.idle)
+}
+
+// soakAccount checks what is left once the timer is stopped and every task
+// has returned: each timeout ran once (a periodic one: any number of times),
+// or was cancelled by exactly one of Cancel and Stop, and a CancelledTask
+// had one Cancelled call for a Cancel that returned true, none otherwise.
+// fromTask says the timer was stopped by one of its tasks; then the worker
+// cancels the pending timeouts and nobody gets them.
+func soakAccount(n *soakCounts, producers []*soakProducer, stopped []*hashedwheel.Timeout, fromTask bool) {
+	inStop := make(map[*hashedwheel.Timeout]bool, len(stopped))
+	for _, to := range stopped {
+		inStop[to] = true
+	}
+	n.returned.Add(int64(len(stopped)))
+	found := 0
+	for _, p := range producers {
+		for _, r := range p.records() {
+			expired, cancelled := r.to.IsExpired(), r.to.IsCancelled()
+			runs, byUs, byStop := r.runs.Load(), r.cancelledByUs.Load(), inStop[r.to]
+			if byStop {
+				found++
+			}
+			oneShot := r.period == 0
+			switch {
+			case expired && cancelled, expired && !oneShot, oneShot && runs > 1,
+				oneShot && runs > 0 && (cancelled || byStop), byUs && byStop:
+				r.flag(&n.double, &r.doubleSeen)
+			case expired && runs == 1:
+			case cancelled && (byUs || byStop):
+			case cancelled && fromTask:
+				n.stoppedFromTask.Add(1)
+			default:
+				n.lost.Add(1)
+			}
+			if _, ok := r.to.Task().(hashedwheel.CancelledTask); ok {
+				want := int32(0)
+				if byUs {
+					want = 1
+				}
+				if r.callbacks.Load() != want {
+					n.badCallbacks.Add(1)
+				}
+			}
+		}
+		p.recent, p.late, p.long, p.idle = nil, nil, nil, nil
+	}
+	// What Stop returned and no producer holds had already ended.
+	n.double.Add(int64(len(inStop) - found))
+}
+
+// soakContinuous runs one timer for d with producers and cancellers, then
+// stops it and accounts for every timeout.
+func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
+	var exec soakExec
+	tm, err := hashedwheel.NewTimer(c.opts(&exec)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancels := make(chan *soakRec, 1024)
+	var cancellers sync.WaitGroup
+	for range 2 {
+		cancellers.Go(func() {
+			for r := range cancels {
+				r.cancel()
+			}
+		})
+	}
+	end := time.Now().Add(d)
+	behind, paced := soakPace(tm, end)
+	// churn pauses the producers twice to measure the heap: after warm-up
+	// and at the end.
+	var pause sync.RWMutex
+	producers := make([]*soakProducer, c.producers)
+	var wg sync.WaitGroup
+	for i := range producers {
+		p := &soakProducer{tm: tm, n: n, rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano()))),
+			limit: c.limit, periodic: c.periodic, cancels: cancels, lastSweep: time.Now()}
+		producers[i] = p
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				for behind.Load() && time.Now().Before(end) {
+					time.Sleep(time.Millisecond)
+					p.sweep()
+				}
+				pause.RLock()
+				for range 256 {
+					if c.churn {
+						p.churn()
+						continue
+					}
+					kind := soakPlain
+					if p.rng.IntN(2000) == 0 {
+						kind = soakPanic
+					}
+					p.step(kind)
+				}
+				pause.RUnlock()
+			}
+		})
+	}
+	if c.churn {
+		// Warm up: a fifth of the time, at most 10 s, and until every
+		// producer keeps its soakIdle timeouts.
+		time.Sleep(min(d/5, 10*time.Second))
+		for n.idleFull.Load() < int64(len(producers)) && time.Now().Before(end) {
+			time.Sleep(time.Millisecond)
+		}
+		n.heapWarm.Store(quiescentHeap(&pause, producers))
+		time.Sleep(time.Until(end))
+	}
+	wg.Wait()
+	<-paced
+	if c.churn {
+		n.heapEnd.Store(quiescentHeap(&pause, producers))
+	}
+	close(cancels)
+	cancellers.Wait()
+	for _, p := range producers {
+		p.sweep()
+	}
+	stopped := tm.Stop()
+	exec.wg.Wait()
+	for _, p := range producers {
+		n.ops.Add(p.ops)
+	}
+	n.ops.Add(1) // the Stop
+	soakAccount(n, producers, stopped, false)
+	if c.churn {
+		warm, end := n.heapWarm.Load(), n.heapEnd.Load()
+		growth := (float64(end) - float64(warm)) / float64(warm) * 100
+		fmt.Printf("config=%s heap after warm-up %d B, at the end %d B (%+.1f%%)\n", c.name, warm, end, growth)
+		if growth > 10 || growth < -10 {
+			t.Errorf("heap after GC went from %d B after warm-up to %d B at the end (%+.1f%%), want within 10%%",
+				warm, end, growth)
+		}
+	}
+}
+
+// soakPace reports, until end, whether the worker is behind: whether a
+// timeout due at the next tick has not run within soakBehind. Producers that
+// never pause, on a machine that other work loads too, can take so much of
+// the CPU that the worker, one goroutine among many, falls further behind
+// every second, and its timeouts would run later than soakStuckAfter with
+// nothing wrong but the load. So producers pause while the worker is behind;
+// they go on looking at their timeouts, so that a worker that stops for good
+// leaves them paused and seeing the timeouts stuck. done is closed when the
+// pacer has ended, its last timeout ended too.
+func soakPace(tm *hashedwheel.Timer, end time.Time) (behind *atomic.Bool, done <-chan struct{}) {
+	behind = new(atomic.Bool)
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		for time.Now().Before(end) {
+			ran := make(chan struct{})
+			to, err := tm.AfterFunc(0, func() { close(ran) })
+			if err != nil {
+				return
+			}
+			wait := time.NewTimer(soakBehind)
+			select {
+			case <-ran:
+			case <-wait.C:
+				behind.Store(true)
+				select {
+				case <-ran:
+				case <-time.After(time.Until(end)):
+					to.Cancel() // or it ran; either way it has ended
+				}
+			}
+			wait.Stop()
+			behind.Store(false)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return behind, d
+}
+
+// soakBehind is how late the pacer's timeout may run before the producers
+// slow down.
+const soakBehind = 20 * time.Millisecond
+
+// soakIdle is how many hour-long timeouts each churn producer keeps pending,
+// as a server keeps one idle timeout per connection.
+const soakIdle = 2048
+
+// churn schedules timeouts and cancels them at once, as idle timeouts are
+// (an hour), and lets a few short ones run; it keeps no record of those it
+// cancelled. One in eight replaces one of its soakIdle pending ones.
+func (p *soakProducer) churn() {
+	if p.rng.IntN(8) == 0 {
+		r := &soakRec{n: p.n, made: time.Now()}
+		r.earliest.Store(soakNanos(r.made) + int64(time.Hour))
+		to, err := p.tm.NewTimeout(r, time.Hour)
+		p.ops++
+		if err != nil {
+			panic(fmt.Sprintf("soak: NewTimeout: %v", err))
+		}
+		r.to = to
+		if len(p.idle) < soakIdle {
+			p.idle = append(p.idle, r)
+			if len(p.idle) == soakIdle {
+				p.n.idleFull.Add(1)
+			}
+			return
+		}
+		i := p.rng.IntN(soakIdle)
+		p.idle[i].cancel()
+		p.ops++
+		if !p.idle[i].cancelledByUs.Load() {
+			p.long = append(p.long, p.idle[i]) // accounted for at the end
+		}
+		p.idle[i] = r
+		return
+	}
+	r := &soakRec{n: p.n, made: time.Now()}
+	d := time.Hour
+	if p.rng.IntN(16) == 0 {
+		d = time.Duration(p.rng.Int64N(int64(5 * time.Millisecond)))
+	}
+	r.earliest.Store(soakNanos(r.made) + int64(d))
+	to, err := p.tm.NewTimeout(r, d)
+	p.ops++
+	if err != nil {
+		panic(fmt.Sprintf("soak: NewTimeout: %v", err))
+	}
+	r.to = to
+	if d == time.Hour {
+		r.cancel()
+		p.ops++
+		if r.cancelledByUs.Load() {
+			return // ended; keep no record
+		}
+	}
+	p.recent = append(p.recent, r)
+	if p.ops%512 == 0 && time.Since(p.lastSweep) > 5*time.Millisecond {
+		p.sweep()
+	}
+}
+
+// quiescentHeap pauses the producers, lets the short timeouts run and the
+// worker unlink what was cancelled, drops the producers' records of what
+// ended, and returns the heap in use after a full GC.
+func quiescentHeap(pause *sync.RWMutex, producers []*soakProducer) uint64 {
+	pause.Lock()
+	defer pause.Unlock()
+	time.Sleep(2 * soakSettle)
+	for _, p := range producers {
+		p.sweep()
+		// Keep only what is needed, so that the lists' spare capacity
+		// does not count as the timer's heap.
+		p.recent, p.late, p.long = slices.Clone(p.recent), slices.Clone(p.late), slices.Clone(p.long)
+	}
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// soakRounds makes a new timer every round, runs producers and cancellers on
+// it for a few milliseconds, and stops it while they run: from the test, or
+// from one of its tasks. Each round is accounted for on its own.
+func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
+	end := time.Now().Add(d)
+	for round := uint64(0); time.Now().Before(end); round++ {
+		var exec soakExec
+		tm, err := hashedwheel.NewTimer(c.opts(&exec)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(round, uint64(time.Now().UnixNano())))
+		fromTask := rng.IntN(4) == 0
+		cancels := make(chan *soakRec, 256)
+		var cancellers, wg sync.WaitGroup
+		cancellers.Go(func() {
+			for r := range cancels {
+				r.cancel()
+			}
+		})
+		producers := make([]*soakProducer, c.producers)
+		for i := range producers {
+			p := &soakProducer{tm: tm, n: n, rng: rand.New(rand.NewPCG(round, uint64(i))), cancels: cancels,
+				periodic: true, lastSweep: time.Now()}
+			producers[i] = p
+			wg.Go(func() {
+				for p.step(soakPlain) {
+				}
+			})
+		}
+		var stopped []*hashedwheel.Timeout
+		if fromTask {
+			// A task stops the timer, a few ticks in; the producers end
+			// when they see it stopped. This Stop returns nil.
+			stopper := &soakRec{n: &soakCounts{}, kind: soakStop}
+			if _, err := tm.NewTimeout(stopper, time.Duration(rng.IntN(5000))*time.Microsecond); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			stopped = tm.Stop()
+			n.ops.Add(2)
+		} else {
+			time.Sleep(time.Duration(rng.IntN(5000)) * time.Microsecond)
+			stopped = tm.Stop()
+			wg.Wait()
+		}
+		close(cancels)
+		cancellers.Wait()
+		exec.wg.Wait()
+		for _, p := range producers {
+			n.ops.Add(p.ops)
+		}
+		n.ops.Add(1)
+		soakAccount(n, producers, stopped, fromTask)
+	}
+}
