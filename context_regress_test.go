@@ -56,7 +56,7 @@ func TestContextRegressLayersShrinkingDeadlines(t *testing.T) {
 				d -= d / 20
 				switch r.IntN(4) {
 				case 0:
-					ctx = context.WithValue(ctx, i, i)
+					ctx = context.WithValue(ctx, layerKey(i), i)
 					kinds = append(kinds, "V")
 				case 1:
 					ctx, cancel = context.WithCancel(ctx)
@@ -127,14 +127,17 @@ func TestContextRegressErrDoneRace(t *testing.T) {
 	}
 }
 
-type myDoneCtx struct{ context.Context }
+// layerKey is the context key of a layer's value.
+type layerKey int
 
-func (d *myDoneCtx) Done() <-chan struct{} { return make(chan struct{}) }
+// withoutCancelKey is a context key of the test's own type.
+type withoutCancelKey struct{}
 
-// TestWithoutCancel.
+// TestContextRegressWithoutCancel: context.WithoutCancel of a wheel context
+// keeps its values and drops its deadline and cancellation.
 func TestContextRegressWithoutCancel(t *testing.T) {
 	tm := newTimer(t)
-	key, value := "key", "value"
+	key, value := withoutCancelKey{}, "value"
 	ctx := context.WithValue(context.Background(), key, value)
 	ctx, cancel := tm.WithTimeout(ctx, time.Hour)
 	ctx = context.WithoutCancel(ctx)
