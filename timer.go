@@ -193,8 +193,8 @@ type Timer struct {
 
 	// kickAt is when, in nanoseconds since startTime, a producer that
 	// pushes a new timeout kicks the worker (see kickWorker): kickAfter
-	// after the worker last took new timeouts, if it took many, or the end
-	// of its tick. Written by the worker each time it takes them.
+	// after the worker last took new timeouts, plus a tick unless it took
+	// many. Written by the worker each time it takes them.
 	kickAt atomic.Int64
 
 	// kicked is set by the producer that kicks the worker, so that only one

@@ -293,11 +293,11 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 	t.transferBudget -= n
 	// While timeouts arrive fast, producers kick a worker that has not
 	// taken them for kickAfter. Out of budget, or when they arrive slowly,
-	// they leave it to the next tick, or to the worker's own early drains.
-	now := t.elapsed()
-	kickAt := now + int64(kickAfter)
+	// they leave it to the worker's own early drains, or to the next tick's
+	// transfer, at most a tick from now.
+	kickAt := t.elapsed() + int64(kickAfter)
 	if n < kickBatch || t.transferBudget == 0 {
-		kickAt = max(kickAt, t.tickEnd(t.tick))
+		kickAt += t.tickDuration
 	}
 	t.kickAt.Store(kickAt)
 	if t.kicked.Load() {
