@@ -537,6 +537,17 @@ func (c *deadlineCtx) expire() {
 // Then it calls the functions registered with AfterFunc. Only the first call
 // does anything.
 func (c *deadlineCtx) finish(done int32) {
+	// Release the wheel timeout before the state says done, so that a
+	// cancel that finds the context done already (another goroutine
+	// finished it) returns with the timeout released too. Cancel is
+	// idempotent, and false if the timeout expired or Stop cancelled it.
+	// ctxUnscheduled is set before the context is returned, and a timeout
+	// that was never scheduled must not be cancelled.
+	if c.to.timer != nil {
+		if e := c.ext.Load(); e == nil || e.state.Load()&ctxUnscheduled == 0 {
+			c.to.Cancel()
+		}
+	}
 	var e *ctxExt
 	var s int32
 	for {
@@ -552,9 +563,6 @@ func (c *deadlineCtx) finish(done int32) {
 		if c.ext.CompareAndSwap(nil, &doneExts[done]) {
 			break // nothing else to release
 		}
-	}
-	if c.to.timer != nil && s&ctxUnscheduled == 0 {
-		c.to.Cancel() // false if it expired, or Stop cancelled it
 	}
 	var (
 		fallback    *time.Timer
