@@ -627,7 +627,7 @@ func TestGoexitInCancelledDuringStopLosesNothing(t *testing.T) {
 		task := &goexitOnCancel{}
 		a, err := tm.NewTimeout(task, time.Hour+60*time.Millisecond) // bucket 6
 		require.NoError(t, err)
-		time.Sleep(time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // both linked by the end of the tick
 		synctest.Wait()
 		require.True(t, a.Cancel())
 		assert.Equal(t, []*hashedwheel.Timeout{b}, tm.Stop())

@@ -291,7 +291,10 @@ func TestPeriodicInTheChangesQueueIsNotHandedOut(t *testing.T) {
 			}
 		})
 		require.NoError(t, err)
-		time.Sleep(5 * time.Millisecond)
+		// Past the first tick, at whose end the worker links p at the
+		// latest (it may take new timeouts earlier only while they arrive
+		// fast).
+		time.Sleep(15 * time.Millisecond)
 		synctest.Wait()
 		finish := stalledReset(t, p)
 		time.Sleep(100 * time.Millisecond)
