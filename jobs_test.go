@@ -419,15 +419,20 @@ func TestStopWaitsForPooledTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(3))
 		var finished atomic.Int32
-		started := make(chan struct{}, 5)
+		var timeouts []*hashedwheel.Timeout
 		for range 5 {
-			mustSchedule(t, tm, 0, func() {
-				started <- struct{}{}
+			timeouts = append(timeouts, mustSchedule(t, tm, 0, func() {
 				time.Sleep(time.Second)
 				finished.Add(1)
-			})
+			}))
 		}
-		<-started
+		// At the end of the first tick the worker hands all five out: three
+		// run, two wait in the pool's queue.
+		time.Sleep(15 * time.Millisecond)
+		synctest.Wait()
+		for _, to := range timeouts {
+			require.True(t, to.IsExpired())
+		}
 		tm.Stop()
 		// Handed out before Stop, so expired: they all run, before Stop returns.
 		assert.Equal(t, int32(5), finished.Load())
