@@ -420,10 +420,11 @@ func (t *Timer) expireTimeouts(idx int64) {
 			// One clock read per batch of runs, for the statistics; one
 			// per periodic run, whose skip needs the time of its hand-out
 			// (a task before it in this bucket may have blocked).
-			if handed%64 == 0 || isPeriodic(to) {
+			periodic := isPeriodic(to)
+			if handed%64 == 0 || periodic {
 				now = t.elapsed()
 			}
-			if !t.expire(to, s, now) {
+			if !t.expire(to, s, now, periodic) {
 				continue // the state changed under us: look again
 			}
 			handed++
@@ -451,9 +452,9 @@ func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due b
 
 // expire moves to, pending and due with state s, to expired (or, if it is
 // periodic, to running) and out of its bucket. It returns false if the state
-// changed since s was read. now is about the time of the hand-out.
-func (t *Timer) expire(to *Timeout, s int32, now int64) bool {
-	periodic := isPeriodic(to)
+// changed since s was read. now is about the time of the hand-out;
+// periodic tells whether to is periodic.
+func (t *Timer) expire(to *Timeout, s int32, now int64, periodic bool) bool {
 	ns := s | stExpired
 	if periodic {
 		ns = s&^stLinked | stRunning
@@ -494,19 +495,20 @@ func (t *Timer) countLateness(late int64) {
 // handOut runs an expired timeout's task: on the pool, through the executor,
 // or here on the worker.
 func (t *Timer) handOut(to *Timeout) {
+	if t.pool == nil && t.taskExecutor == nil {
+		t.runTimeout(to)
+		return
+	}
 	if _, ok := to.task.(*deadlineTask); ok {
 		// A context's deadline closes a channel and cancels derived
 		// contexts: never queued behind user tasks, which may wait for it.
 		t.runTimeout(to)
 		return
 	}
-	switch {
-	case t.pool != nil:
+	if t.pool != nil {
 		t.pool.submit(to)
-	case t.taskExecutor != nil:
+	} else {
 		t.execute(to)
-	default:
-		t.runTimeout(to)
 	}
 }
 
@@ -544,7 +546,8 @@ func (t *Timer) newTimeoutsEmpty() bool {
 }
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
-// still queued or out on a periodic run, and returns those it cancelled. It
+// still queued or out on a periodic run, and keeps those it cancelled in
+// t.unprocessed for Stop. It
 // runs on the worker as it exits, after the pool has finished. Timeouts that
 // Cancel cancelled and that the worker has not yet unlinked get their
 // Cancelled call here.
@@ -552,7 +555,7 @@ func (t *Timer) newTimeoutsEmpty() bool {
 // It can be resumed: a Cancelled call may call runtime.Goexit, and the
 // worker's next goroutine then runs it again. So each timeout leaves its
 // list before the call, and the result is kept in t.unprocessed.
-func (t *Timer) collectUnprocessed() []*Timeout {
+func (t *Timer) collectUnprocessed() {
 	// A producer that pushes after these pops sees the stop and cancels its
 	// timeout itself (see scheduleTimeout).
 	for i := range t.shards {
@@ -584,7 +587,6 @@ func (t *Timer) collectUnprocessed() []*Timeout {
 		// Every timeout in it was in a bucket, and has been dealt with
 		// there; popping drops the queue's references to them.
 	}
-	return t.unprocessed
 }
 
 // cancelForStop cancels to if it is still pending and appends it to
