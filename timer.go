@@ -427,14 +427,19 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	if now < 0 {
 		return errClockMismatch
 	}
-	if err := t.reservePending(to); err != nil {
+	sh := t.shardFor(to)
+	if t.maxPendingTimeouts <= 0 {
+		sh.pending().Add(1)
+	} else if err := t.reservePending(); err != nil {
 		return err
 	}
 	// to is not published yet: a plain write is enough.
 	to.deadline = addDelay(now, delay)
-	t.shardFor(to).timeouts.push(to)
-	if !t.wakeWorker() {
-		t.kickWorker(now)
+	sh.timeouts.push(to)
+	// The checks that decide whether to wake the worker are inline: at a
+	// million calls a second, most find nothing to do.
+	if !t.wakeWorker() && now >= t.kickAt.Load() {
+		t.kickWorker()
 	}
 	// A Stop that ran since the check above may have drained the queue
 	// before the push. If so, take the timeout back; if the worker got it
@@ -445,15 +450,12 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	return nil
 }
 
-// reservePending counts to among the pending timeouts, or fails if the
-// pending limit is reached. With a limit it never counts past it, so a
-// rejected call is never seen in PendingTimeouts and never makes another
-// call fail.
-func (t *Timer) reservePending(to *Timeout) error {
-	if t.maxPendingTimeouts <= 0 {
-		t.shardFor(to).pending().Add(1)
-		return nil
-	}
+// reservePending counts a new timeout among the pending ones of a timer
+// with a pending limit, or fails if the limit is reached. It never counts
+// past the limit, so a rejected call is never seen in PendingTimeouts and
+// never makes another call fail. (Without a limit, each shard counts its
+// own timeouts; see pendingFor.)
+func (t *Timer) reservePending() error {
 	pending := t.shards[0].pending()
 	for {
 		n := pending.Load()
@@ -615,8 +617,8 @@ const (
 	kickBatch = drainBatch / 4
 )
 
-// kickWorker wakes the worker if it is late to take new timeouts: if now,
-// the time the caller pushed one, is past kickAt. A timeout cancelled while
+// kickWorker wakes the worker, which is late to take new timeouts: the
+// caller pushed one at or after kickAt. A timeout cancelled while
 // still queued is reachable, and marked by every garbage collection, until
 // the worker takes it; at a million schedule-and-cancels a second the queued
 // ones would cost more than the rest of the work. The worker's own early
@@ -626,8 +628,8 @@ const (
 // preempted, 10ms later. So there the kicking goroutine also yields, once per
 // kick, which costs it a few hundred nanoseconds per kick, at most one per
 // kickAfter.
-func (t *Timer) kickWorker(now int64) {
-	if now < t.kickAt.Load() || t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
+func (t *Timer) kickWorker() {
+	if t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
 		return
 	}
 	select {
