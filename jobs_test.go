@@ -692,3 +692,64 @@ func TestPeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
 			90 * time.Millisecond, 100 * time.Millisecond}, log.runs())
 	})
 }
+
+// countingCancel counts its Cancelled calls.
+type countingCancel struct{ calls atomic.Int64 }
+
+func (c *countingCancel) Run(*hashedwheel.Timeout)       {}
+func (c *countingCancel) Cancelled(*hashedwheel.Timeout) { c.calls.Add(1) }
+
+func TestStatsCountEachCancelledTimeoutOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Timeouts cancelled while queued (dropped as the worker takes the
+		// queue, or kept for their Cancelled call), periodic ones cancelled
+		// while queued, ones cancelled in a bucket, and ones Stop cancels:
+		// Stats counts each exactly once, and each CancelledTask hears of
+		// its cancellation once.
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(jobTick))
+		require.NoError(t, err)
+		defer tm.Stop()
+		const goroutines, each = 4, 5_000
+		var notified countingCancel
+		linked := make(chan *hashedwheel.Timeout, goroutines*each)
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				for i := range each {
+					switch i % 5 {
+					case 0:
+						mustSchedule(t, tm, time.Hour, func() {}).Cancel()
+					case 1:
+						to, err := tm.NewTimeout(&notified, time.Hour)
+						require.NoError(t, err)
+						to.Cancel()
+					case 2:
+						to, err := tm.Every(time.Hour, func() {})
+						require.NoError(t, err)
+						to.Cancel()
+					case 3:
+						linked <- mustSchedule(t, tm, time.Hour, func() {})
+					case 4:
+						mustSchedule(t, tm, time.Hour, func() {}) // left to Stop
+					}
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(jobTick) // every timeout reaches the wheel or is dropped
+		synctest.Wait()
+		close(linked)
+		for to := range linked {
+			require.True(t, to.Cancel())
+		}
+		time.Sleep(jobTick)
+		synctest.Wait()
+		const perKind = goroutines * each / 5
+		assert.Equal(t, uint64(4*perKind), tm.Stats().Cancelled, "all but those left to Stop")
+		assert.Equal(t, int64(perKind), notified.calls.Load())
+
+		assert.Len(t, tm.Stop(), perKind)
+		assert.Equal(t, uint64(5*perKind), tm.Stats().Cancelled)
+		assert.Equal(t, int64(perKind), notified.calls.Load())
+	})
+}

@@ -16,7 +16,8 @@ const cacheLineSize = 64
 // once with one Swap, and reverses it into consumerHead, its own list, oldest
 // first, from which pop hands out nodes in the order they were pushed. A
 // push costs one atomic operation, and the consumer one per batch rather than
-// one per node.
+// one per node. The queues of new timeouts drop cancelled timeouts as they
+// reverse the stack (see take).
 //
 // Memory ordering. A push is
 //
@@ -39,10 +40,12 @@ const cacheLineSize = 64
 //
 // A node's next is written by its producer before it is published, and then
 // only by the consumer, which reads it only after the Swap that took it. pop
-// clears it, so that the consumer can hand the node to another queue later
-// (a transferred timeout that is cancelled goes to the changes queue): the
-// consumer clears it before the state change that lets a producer push the
-// node again, and that change is the happens-before edge to the next push.
+// clears it, and so does take for a node it drops, so that the consumer can
+// hand the node to another queue later (a transferred timeout that is
+// cancelled goes to the changes queue), and so that a dropped timeout its
+// caller keeps holds no others. The consumer clears it before the state
+// change that lets a producer push the node again, and that change is the
+// happens-before edge to the next push.
 type mpscQueue struct {
 	_ [cacheLineSize]byte
 
@@ -61,7 +64,16 @@ type mpscQueue struct {
 	// start of a list linked by next. Consumer only; on a line of its own,
 	// as the consumer writes it at every pop.
 	consumerHead *Timeout
-	_            [cacheLineSize - 8]byte
+
+	// dropsCancelled makes take leave out the timeouts that need nothing
+	// more from the worker (see droppable). Set for the queues of new
+	// timeouts by NewTimer; immutable after.
+	dropsCancelled bool
+
+	// dropped counts the timeouts take left out since takeDropped last
+	// read it. Consumer only.
+	dropped int
+	_       [cacheLineSize - 24]byte
 }
 
 // push appends n. It is safe for concurrent use. n must not be in a queue.
@@ -91,16 +103,34 @@ func (q *mpscQueue) pop() *Timeout {
 }
 
 // take takes every node pushed so far and returns the oldest, linked by next
-// to the others in the order they were pushed. Consumer only.
+// to the others in the order they were pushed. A queue that drops cancelled
+// timeouts leaves out, and counts, those that need nothing more: reversing
+// the stack reads every node anyway, and a timeout scheduled and cancelled
+// before the worker took it, the common case, is then touched once.
+// Consumer only.
 func (q *mpscQueue) take() *Timeout {
 	top := q.producerTop.Swap(nil)
 	var head *Timeout
 	for top != nil {
 		next := top.next
-		top.next = head
-		head, top = top, next
+		if q.dropsCancelled && droppable(top) {
+			top.next = nil
+			q.dropped++
+		} else {
+			top.next = head
+			head = top
+		}
+		top = next
 	}
 	return head
+}
+
+// takeDropped returns how many timeouts take has dropped since the last call.
+// Consumer only.
+func (q *mpscQueue) takeDropped() int {
+	n := q.dropped
+	q.dropped = 0
+	return n
 }
 
 // isEmpty reports whether nothing has been pushed that pop has not returned.

@@ -271,6 +271,9 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	if c.taskWorkers > 0 {
 		t.pool = newTaskPool(t, c.taskWorkers)
 	}
+	for i := range t.shards {
+		t.shards[i].timeouts.dropsCancelled = true
+	}
 	// The worker takes new timeouts as soon as it starts.
 	t.kickAt.Store(t.tickDuration)
 	// A timer dropped without Stop stops counting as live once collected. A

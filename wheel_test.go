@@ -321,3 +321,32 @@ func TestPeriodicInTheChangesQueueIsNotHandedOut(t *testing.T) {
 		<-done
 	})
 }
+
+// BenchmarkTransferCancelled measures the worker alone: its cost per timeout
+// scheduled and cancelled before the worker took it, the common case of a
+// deadline that was not needed. The timer is never started; the benchmark
+// queues the same cancelled timeouts again and again and plays the worker.
+// worker-ns/op is the worker's share; ns/op also counts the pushes.
+func BenchmarkTransferCancelled(b *testing.B) {
+	tm, err := NewTimer()
+	require.NoError(b, err)
+	task := TimerFunc(func(*Timeout) {})
+	timeouts := make([]*Timeout, 2048) // about what the worker takes at a time
+	for i := range timeouts {
+		timeouts[i] = &Timeout{timer: tm, task: task}
+		timeouts[i].state.Store(stCancelled)
+	}
+	var worker time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(timeouts) {
+		for _, to := range timeouts[:min(len(timeouts), b.N-i)] {
+			tm.shardFor(to).timeouts.push(to)
+		}
+		tm.transferBudget = maxTransfersPerTick
+		start := time.Now()
+		tm.transferTimeoutsToBuckets()
+		worker += time.Since(start)
+	}
+	b.ReportMetric(float64(worker)/float64(b.N), "worker-ns/op")
+	require.Equal(b, uint64(b.N), tm.counters.cancelled)
+}

@@ -275,35 +275,61 @@ func (t *Timer) processChanges() {
 // allows, and returns how many it took from the queues. It starts at a
 // different shard each time, so that none waits behind the others. A timeout
 // whose deadline is in a tick already processed goes into the current bucket
-// and expires this tick. Timeouts cancelled before they got here are dropped;
-// they count against the budget, as in Netty.
+// and expires this tick.
+//
+// Timeouts cancelled before they got here are dropped, and count against the
+// budget, as in Netty. Most are dropped as a queue is taken (see take), all
+// at once rather than one at a time as Netty skips them: those past the
+// budget then cost nothing more, and the timeouts behind them wait for the
+// next tick's budget (in Netty they would wait behind them a tick or more).
 func (t *Timer) transferTimeoutsToBuckets() int {
-	n := 0
+	taken := 0
 	t.nextShard = (t.nextShard + 1) % shardCount
 	for i := range shardCount {
 		q := &t.shards[(t.nextShard+i)%shardCount].timeouts
-		for ; n < t.transferBudget; n++ {
+		for t.transferBudget > 0 {
 			to := q.pop()
 			if to == nil {
 				break
 			}
+			t.transferBudget--
+			taken++
 			t.transfer(to)
 		}
+		if d := q.takeDropped(); d > 0 {
+			t.counters.cancelled += uint64(d)
+			t.transferBudget = max(t.transferBudget-d, 0)
+			taken += d
+		}
 	}
-	t.transferBudget -= n
 	// While timeouts arrive fast, producers kick a worker that has not
 	// taken them for kickAfter. Out of budget, or when they arrive slowly,
 	// they leave it to the worker's own early drains, or to the next tick's
 	// transfer, at most a tick from now.
 	kickAt := t.elapsed() + int64(kickAfter)
-	if n < kickBatch || t.transferBudget == 0 {
+	if taken < kickBatch || t.transferBudget == 0 {
 		kickAt += t.tickDuration
 	}
 	t.kickAt.Store(kickAt)
 	if t.kicked.Load() {
 		t.kicked.Store(false)
 	}
-	return n
+	return taken
+}
+
+// droppable reports whether a timeout taken from a queue of new timeouts
+// needs nothing more from the worker: Cancel cancelled it while it was
+// queued, it is not a periodic run coming back (which the worker takes off
+// its list of runs), and its task has no Cancelled method to call. A
+// cancelled timeout stays cancelled, and only the worker clears stRunning,
+// so the answer cannot change once the worker has taken the timeout.
+func droppable(to *Timeout) bool {
+	s := to.state.Load()
+	if s&phaseMask != stCancelled || s&stRunning != 0 {
+		return false
+	}
+	_, notify := to.Task().(CancelledTask)
+	return !notify
 }
 
 // transfer puts a timeout from the new-timeouts queue into its bucket, or
@@ -567,6 +593,7 @@ func (t *Timer) collectUnprocessed() {
 			}
 			t.unprocessed = t.cancelForStop(to, t.unprocessed)
 		}
+		t.counters.cancelled += uint64(q.takeDropped())
 	}
 	for i := range t.wheel {
 		b := &t.wheel[i]
