@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -271,8 +272,12 @@ func markdown(rep *Report) string {
 	b.WriteString("Every figure, with each repetition, is in [benchmarks.json](benchmarks.json).\n\n")
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", m.Command)
 	fmt.Fprintf(&b, "- Date: %s; the run took %.0f s.\n", m.Date, m.Seconds)
-	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s. Load average (1 min) %s at the start, %s at the end: other programs ran beside it, so tails (p99, max) and wall times are noisy; compare rows within a table, not runs.\n",
-		m.CPU, m.Cores, m.GOMAXPROCS, m.OSArch, m.LoadStart, m.LoadEnd)
+	loadNote := "the machine was otherwise quiet, but tails (p99, max) and wall times still move between runs"
+	if m.busy() {
+		loadNote = "other programs ran beside it, so tails (p99, max) and wall times are noisy"
+	}
+	fmt.Fprintf(&b, "- Machine: %s, %d cores (GOMAXPROCS %d), %s. Load average (1 min) %s at the start, %s at the end: %s; compare rows within a table, not runs.\n",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.OSArch, m.LoadStart, m.LoadEnd, loadNote)
 	fmt.Fprintf(&b, "- Go: %s.", m.Go)
 	if m.Commit != "" {
 		fmt.Fprintf(&b, " hashedwheel at commit %s.", m.Commit)
@@ -491,8 +496,20 @@ func updateReadme(path string, rep *Report) error {
 		return fmt.Errorf("%s has no %q ... %q markers", path, readmeBegin, readmeEnd)
 	}
 	m := rep.Meta
-	body := fmt.Sprintf("%s\n%s\nMedians of %d runs on %s, %d cores, %s, %s, with a load average of %s to %s from other programs; `%s`.\n",
-		readmeBegin, rep.summary(), m.Reps, m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, m.Command)
+	from := ""
+	if m.busy() {
+		from = " from other programs"
+	}
+	body := fmt.Sprintf("%s\n%s\nMedians of %d runs on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.\n",
+		readmeBegin, rep.summary(), m.Reps, m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command)
 	s = s[:i] + body + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// busy reports whether other programs loaded the machine: a 1-minute load
+// average of 1 or more when the run started, before any of its own
+// processes had run.
+func (m Meta) busy() bool {
+	v, err := strconv.ParseFloat(m.LoadStart, 64)
+	return err != nil || v >= 1
 }
