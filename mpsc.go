@@ -16,8 +16,9 @@ const cacheLineSize = 64
 // once with one Swap, and reverses it into consumerHead, its own list, oldest
 // first, from which pop hands out nodes in the order they were pushed. A
 // push costs one atomic operation, and the consumer one per batch rather than
-// one per node. The queues of new timeouts drop cancelled timeouts as they
-// reverse the stack (see take).
+// one per node. The queues of new timeouts leave out, as they reverse the
+// stack, the cancelled timeouts that need nothing more from the worker (see
+// take).
 //
 // Memory ordering. A push is
 //
@@ -43,9 +44,10 @@ const cacheLineSize = 64
 // clears it, and so does take for a node it drops, so that the consumer can
 // hand the node to another queue later (a transferred timeout that is
 // cancelled goes to the changes queue), and so that a dropped timeout its
-// caller keeps holds no others. The consumer clears it before the state
-// change that lets a producer push the node again, and that change is the
-// happens-before edge to the next push.
+// caller keeps holds no others. The consumer clears it before any state
+// change that lets a producer push the node again (a dropped node is never
+// pushed again), and that change is the happens-before edge to the next
+// push.
 type mpscQueue struct {
 	_ [cacheLineSize]byte
 

@@ -155,8 +155,10 @@ func TestWorkerIsNotWokenForEachTimeoutArrivingSlowly(t *testing.T) {
 
 func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// As in Netty, a timeout cancelled while queued still takes one of
-		// the tick's 100,000 transfers when the worker drops it.
+		// As in Netty, timeouts cancelled while queued take a share of the
+		// tick's 100,000 transfers when the worker drops them. (Here they
+		// are charged after the live ones of their shard, and the timeouts
+		// spread over all the shards, so the live ones in other shards wait.)
 		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
 		record, ranPerTick := countRunsPerTick(100 * time.Millisecond)
 		for range 100_000 {

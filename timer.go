@@ -192,9 +192,10 @@ type Timer struct {
 	sleeping atomic.Bool
 
 	// kickAt is when, in nanoseconds since startTime, a producer that
-	// pushes a new timeout kicks the worker (see kickWorker): kickAfter
-	// after the worker last took new timeouts, plus a tick unless it took
-	// many. Written by the worker each time it takes them.
+	// pushes a new timeout kicks the worker (see scheduleTimeout and
+	// kickWorker): kickAfter after the worker last took new timeouts, plus
+	// a tick unless it took many. Written by the worker each time it takes
+	// them.
 	kickAt atomic.Int64
 
 	// kicked is set by the producer that kicks the worker, so that only one
@@ -621,9 +622,9 @@ const (
 )
 
 // kickWorker wakes the worker, which is late to take new timeouts: the
-// caller pushed one at or after kickAt. A timeout cancelled while
-// still queued is reachable, and marked by every garbage collection, until
-// the worker takes it; at a million schedule-and-cancels a second the queued
+// caller pushed one at or after kickAt. A timeout cancelled while still
+// queued is reachable, and marked by every garbage collection, until the
+// worker takes it; at a million schedule-and-cancels a second the queued
 // ones would cost more than the rest of the work. The worker's own early
 // drains (see drainBatch) keep the queues short while it gets a CPU, and then
 // nobody kicks it. With GOMAXPROCS=1 it gets none while the scheduling

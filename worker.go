@@ -277,11 +277,15 @@ func (t *Timer) processChanges() {
 // whose deadline is in a tick already processed goes into the current bucket
 // and expires this tick.
 //
-// Timeouts cancelled before they got here are dropped, and count against the
-// budget, as in Netty. Most are dropped as a queue is taken (see take), all
-// at once rather than one at a time as Netty skips them: those past the
-// budget then cost nothing more, and the timeouts behind them wait for the
-// next tick's budget (in Netty they would wait behind them a tick or more).
+// Timeouts cancelled before they got here are dropped. As in Netty they
+// count against the budget, but only up to what is left of it: most are
+// dropped as a queue is taken (see take) and charged together once that
+// shard's live timeouts have been moved, and what they would take beyond
+// the budget is forgiven. So a flood of cancelled timeouts does not hold
+// back the live ones in its own shard, and holds back those in the others
+// for about a tick per shard; in Netty, which skips the cancelled ones one
+// by one in queue order, for as many ticks as the flood takes at 100,000 a
+// tick.
 func (t *Timer) transferTimeoutsToBuckets() int {
 	taken := 0
 	t.nextShard = (t.nextShard + 1) % shardCount
