@@ -72,8 +72,9 @@ type mpscQueue struct {
 	// timeouts by NewTimer; immutable after.
 	dropsCancelled bool
 
-	// dropped counts the timeouts take left out since takeDropped last
-	// read it. Consumer only.
+	// dropped counts the cancelled timeouts take left out since
+	// takeDropped last read it (withdrawn ones are left out uncounted).
+	// Consumer only.
 	dropped int
 	_       [cacheLineSize - 24]byte
 }
@@ -115,9 +116,15 @@ func (q *mpscQueue) take() *Timeout {
 	var head *Timeout
 	for top != nil {
 		next := top.next
-		if q.dropsCancelled && droppable(top) {
+		drop, counted := false, false
+		if q.dropsCancelled {
+			drop, counted = droppable(top)
+		}
+		if drop {
 			top.next = nil
-			q.dropped++
+			if counted {
+				q.dropped++
+			}
 		} else {
 			top.next = head
 			head = top

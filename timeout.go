@@ -93,6 +93,10 @@ func isPeriodic(to *Timeout) bool {
 //   - stRunning: a periodic run has been handed out and has not yet come
 //     back to the worker (through the queue of new timeouts). Reset returns
 //     false meanwhile.
+//   - stWithdrawn: set with stCancelled by a NewTimeout that lost a race
+//     with Stop and took its timeout back (see scheduleTimeout). Its caller
+//     got an error, never the timeout, so the worker neither counts it as
+//     cancelled nor calls Cancelled.
 //
 // Each successful Reset adds genInc, so that a worker that read the old
 // deadline cannot expire the timeout with a CompareAndSwap of the old state.
@@ -102,10 +106,11 @@ const (
 	stExpired   int32 = 2
 	phaseMask   int32 = 3
 
-	stLinked  int32 = 1 << 2
-	stQueued  int32 = 1 << 3
-	stBusy    int32 = 1 << 4
-	stRunning int32 = 1 << 5
+	stLinked    int32 = 1 << 2
+	stQueued    int32 = 1 << 3
+	stBusy      int32 = 1 << 4
+	stRunning   int32 = 1 << 5
+	stWithdrawn int32 = 1 << 6
 
 	genInc int32 = 1 << 8
 )
@@ -195,7 +200,10 @@ func (to *Timeout) IsCancelled() bool { return to.state.Load()&phaseMask == stCa
 // The timeout leaves Timer.PendingTimeouts at once; the worker unlinks it from
 // its bucket within one tick, so that it holds no memory there, and then calls
 // Cancelled if the task is a CancelledTask.
-func (to *Timeout) Cancel() bool {
+func (to *Timeout) Cancel() bool { return to.cancel(0) }
+
+// cancel is Cancel, setting flags (0 or stWithdrawn) with stCancelled.
+func (to *Timeout) cancel(flags int32) bool {
 	t := to.timer
 	if t == nil {
 		return false
@@ -209,7 +217,7 @@ func (to *Timeout) Cancel() bool {
 		// run, comes back to the worker by itself. One in a bucket must be
 		// pointed out, unless it is in the changes queue already.
 		push := s&stLinked != 0 && s&stQueued == 0
-		ns := s | stCancelled
+		ns := s | stCancelled | flags
 		if push {
 			ns |= stQueued
 		}

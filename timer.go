@@ -446,9 +446,11 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 		t.kickWorker()
 	}
 	// A Stop that ran since the check above may have drained the queue
-	// before the push. If so, take the timeout back; if the worker got it
-	// first, it has ended expired or cancelled, and the caller may have it.
-	if t.isStopped() && to.Cancel() {
+	// before the push. If so, take the timeout back: the caller gets an
+	// error and never sees it, so it is withdrawn rather than cancelled. If
+	// the worker got it first, it has ended expired or cancelled, and the
+	// caller may have it.
+	if t.isStopped() && to.cancel(stWithdrawn) {
 		return ErrTimerStopped
 	}
 	return nil

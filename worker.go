@@ -255,8 +255,7 @@ func (t *Timer) processChanges() {
 		switch s & phaseMask {
 		case stCancelled:
 			t.unlink(to)
-			t.counters.cancelled++
-			t.notifyCancelled(to)
+			t.countCancelled(to)
 		case stInit:
 			deadline := atomic.LoadInt64(&to.deadline)
 			if idx := t.slotFor(deadline); idx != int64(to.bucketIndex) {
@@ -324,16 +323,21 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 // droppable reports whether a timeout taken from a queue of new timeouts
 // needs nothing more from the worker: Cancel cancelled it while it was
 // queued, it is not a periodic run coming back (which the worker takes off
-// its list of runs), and its task has no Cancelled method to call. A
-// cancelled timeout stays cancelled, and only the worker clears stRunning,
-// so the answer cannot change once the worker has taken the timeout.
-func droppable(to *Timeout) bool {
+// its list of runs), and its task has no Cancelled method to call (or it was
+// withdrawn, and gets no call). counted reports whether it counts among the
+// cancelled timeouts: all but the withdrawn ones. A cancelled timeout stays
+// cancelled, and only the worker clears stRunning, so the answer cannot
+// change once the worker has taken the timeout.
+func droppable(to *Timeout) (drop, counted bool) {
 	s := to.state.Load()
 	if s&phaseMask != stCancelled || s&stRunning != 0 {
-		return false
+		return false, false
+	}
+	if s&stWithdrawn != 0 {
+		return true, false
 	}
 	_, notify := to.Task().(CancelledTask)
-	return !notify
+	return !notify, true
 }
 
 // transfer puts a timeout from the new-timeouts queue into its bucket, or
@@ -347,8 +351,7 @@ func (t *Timer) transfer(to *Timeout) {
 	for {
 		if s&phaseMask != stInit {
 			// Cancelled while queued; Cancel has counted it out.
-			t.counters.cancelled++
-			t.notifyCancelled(to)
+			t.countCancelled(to)
 			return
 		}
 		// Netty's remainingRounds would be (deadline/tick - t.tick) /
@@ -386,8 +389,7 @@ func (t *Timer) rearm(to *Timeout) {
 			// collectUnprocessed, which does not come here).
 			to.state.And(^stRunning)
 			if s&phaseMask == stCancelled {
-				t.counters.cancelled++
-				t.notifyCancelled(to)
+				t.countCancelled(to)
 			}
 			return
 		}
@@ -631,8 +633,7 @@ func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
 		return append(unprocessed, to)
 	}
 	if to.IsCancelled() {
-		t.counters.cancelled++
-		t.notifyCancelled(to)
+		t.countCancelled(to)
 	}
 	return unprocessed
 }
@@ -641,6 +642,18 @@ func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
 // a deadline context, which then keeps its deadline on the runtime's timer.
 type stopObserver interface {
 	timerStopped(to *Timeout)
+}
+
+// countCancelled counts a timeout that Cancel cancelled, now that the worker
+// has let go of it, and calls its task's Cancelled method if it has one. A
+// timeout that its NewTimeout took back (stWithdrawn) was never its
+// caller's: it is neither counted nor told.
+func (t *Timer) countCancelled(to *Timeout) {
+	if to.state.Load()&stWithdrawn != 0 {
+		return
+	}
+	t.counters.cancelled++
+	t.notifyCancelled(to)
 }
 
 // notifyCancelled calls the task's Cancelled method, if it has one, for a
