@@ -329,15 +329,14 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 // cancelled, and only the worker clears stRunning, so the answer cannot
 // change once the worker has taken the timeout.
 func droppable(to *Timeout) (drop, counted bool) {
-	s := to.state.Load()
-	if s&phaseMask != stCancelled || s&stRunning != 0 {
-		return false, false
-	}
-	if s&stWithdrawn != 0 {
+	switch to.state.Load() & (phaseMask | stRunning | stWithdrawn) {
+	case stCancelled:
+		_, notify := to.Task().(CancelledTask)
+		return !notify, true
+	case stCancelled | stWithdrawn:
 		return true, false
 	}
-	_, notify := to.Task().(CancelledTask)
-	return !notify, true
+	return false, false
 }
 
 // transfer puts a timeout from the new-timeouts queue into its bucket, or
