@@ -112,24 +112,21 @@ func (q *mpscQueue) pop() *Timeout {
 // before the worker took it, the common case, is then touched once.
 // Consumer only.
 func (q *mpscQueue) take() *Timeout {
-	top := q.producerTop.Swap(nil)
 	var head *Timeout
-	for top != nil {
-		next := top.next
-		drop, counted := false, false
+	for top := q.producerTop.Swap(nil); top != nil; {
+		n := top
+		top = n.next
 		if q.dropsCancelled {
-			drop, counted = droppable(top)
-		}
-		if drop {
-			top.next = nil
-			if counted {
-				q.dropped++
+			if drop, counted := droppable(n); drop {
+				n.next = nil
+				if counted {
+					q.dropped++
+				}
+				continue
 			}
-		} else {
-			top.next = head
-			head = top
 		}
-		top = next
+		n.next = head
+		head = n
 	}
 	return head
 }
