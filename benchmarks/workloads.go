@@ -125,19 +125,18 @@ func farDelay(i, n int) time.Duration {
 	return time.Hour + time.Duration(i)*turn/time.Duration(n)
 }
 
-// fillPending schedules n timeouts far away, returns their handles and waits
-// until the implementation has processed them.
-func fillPending(w wheel, n int) ([]any, error) {
-	handles := make([]any, n)
+// fillPending schedules len(handles) timeouts far away, keeps their handles
+// in handles and waits until the implementation has processed them.
+func fillPending(w wheel, handles []any) error {
 	start := time.Now()
 	for i := range handles {
-		h, err := w.schedule(farDelay(i, n), nop)
+		h, err := w.schedule(farDelay(i, len(handles)), nop)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		handles[i] = h
 	}
-	return handles, w.flush(n, time.Since(start))
+	return w.flush(len(handles), time.Since(start))
 }
 
 // scheduleCancel schedules a timeout 30s away and cancels it, ops times, from
@@ -145,8 +144,8 @@ func fillPending(w wheel, n int) ([]any, error) {
 // scheduled. The timed region ends when the implementation has processed
 // every call.
 func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, error) {
-	handles, err := fillPending(w, pending)
-	if err != nil {
+	handles := make([]any, pending)
+	if err := fillPending(w, handles); err != nil {
 		return nil, err
 	}
 	settle()
@@ -177,7 +176,7 @@ func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, 
 		})
 	}
 	wg.Wait()
-	err = w.flush(ops, time.Since(r.t0))
+	err := w.flush(ops, time.Since(r.t0))
 	r.end()
 	runtime.KeepAlive(handles)
 	close(errs)
@@ -193,15 +192,7 @@ func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, 
 func pendingMemory(w wheel, n int) (map[string]float64, error) {
 	handles := make([]any, n)
 	before := liveHeap()
-	start := time.Now()
-	for i := range handles {
-		h, err := w.schedule(farDelay(i, n), nop)
-		if err != nil {
-			return nil, err
-		}
-		handles[i] = h
-	}
-	if err := w.flush(n, time.Since(start)); err != nil {
+	if err := fillPending(w, handles); err != nil {
 		return nil, err
 	}
 	after := liveHeap()
@@ -273,8 +264,8 @@ func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
 // second, of a started implementation with pending timeouts an hour away
 // (none, or pending) and nothing due.
 func idle(w wheel, pending int, window time.Duration) (map[string]float64, error) {
-	handles, err := fillPending(w, pending)
-	if err != nil {
+	handles := make([]any, pending)
+	if err := fillPending(w, handles); err != nil {
 		return nil, err
 	}
 	settle()
