@@ -80,18 +80,26 @@ var ErrNilTask = errors.New("hashedwheel: nil task")
 // and Every when the period is not positive.
 var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
-// errNotCreated is returned by the methods of a Timer that NewTimer did not
-// make, such as the zero value.
-var errNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
+// ErrNotCreated is returned by Start, NewTimeout, AfterFunc,
+// NewPeriodicTimeout and Every on a Timer that NewTimer did not make, such as
+// the zero value.
+var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
 	"use hashedwheel.NewTimer, not a zero Timer value")
 
-// errClockMismatch is returned when a Timer is used with a different clock
-// from the one it started on: started outside a testing/synctest bubble and
-// used inside one, or created on one side and started on the other. Its
-// deadlines would be decades off and never come due.
-var errClockMismatch = errors.New("hashedwheel: Timer used with another clock than it was " +
+// ErrClockMismatch is returned by Start, NewTimeout, AfterFunc,
+// NewPeriodicTimeout and Every when a Timer is used with another clock than
+// the one it was created or started on: a testing/synctest bubble's fake
+// clock and the real one. Its deadlines would be decades off. Create, start,
+// use and stop a Timer inside the one bubble that uses it, or outside any.
+var ErrClockMismatch = errors.New("hashedwheel: Timer used with another clock than it was " +
 	"created or started on (a testing/synctest bubble and outside it); " +
 	"create, start and use a Timer inside the one bubble that uses it")
+
+// errGoroutineIDs is returned by NewTimer if this Go release writes stack
+// traces in a form the package cannot read goroutine IDs from: Stop would
+// then deadlock when called from a task. It is a bug to report.
+var errGoroutineIDs = errors.New("hashedwheel: cannot read goroutine IDs from runtime.Stack " +
+	"in this Go release, so Stop could not tell a call from a task; please report this bug")
 
 // Worker states. The state moves init→started→shutdown or init→shutdown, and
 // never back.
@@ -242,8 +250,13 @@ type Timer struct {
 // clock. Create, start, use and stop it inside that one bubble: its worker
 // waits on channels that belong to the bubble it was created in. A Timer
 // created or started outside a bubble and used inside one (a package-level
-// Timer in a synctest test, say) fails with an error rather than keep
-// deadlines decades off; Reset returns false there.
+// Timer in a synctest test, say), or one of a bubble used outside it, fails
+// with ErrClockMismatch rather than keep deadlines decades off; Reset returns
+// false there.
+//
+// A Timer is meant to live as long as the program or the subsystem that uses
+// it: its worker goroutine runs until Stop, so a Timer dropped without Stop
+// leaks that goroutine.
 //
 // An invalid option makes NewTimer return a nil Timer and an error naming the
 // option and the value it got.
@@ -251,6 +264,9 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if !canReadGoroutineIDs() {
+		return nil, errGoroutineIDs
 	}
 	now := time.Now()
 	t := &Timer{
@@ -293,12 +309,14 @@ func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
 
 // Start starts the worker goroutine (and the WithTaskWorkers pool), if it is
 // not running yet. Calling it is optional: NewTimeout and AfterFunc start the
-// worker when needed. Start returns ErrTimerStopped if the timer was stopped,
-// and an error if the Timer was created outside the testing/synctest bubble
-// it is started in, or inside one and started outside it.
+// worker when needed, and so do Every, NewPeriodicTimeout, WithTimeout and
+// WithDeadline. Start returns ErrTimerStopped if the timer was stopped,
+// ErrNotCreated on a Timer that NewTimer did not make, and ErrClockMismatch
+// if the Timer was created outside the testing/synctest bubble it is started
+// in, or inside one and started outside it.
 func (t *Timer) Start() error {
 	if t.wheel == nil {
-		return errNotCreated
+		return ErrNotCreated
 	}
 	switch t.state.Load() {
 	case stateStarted:
@@ -311,7 +329,7 @@ func (t *Timer) Start() error {
 	if t.state.Load() == stateInit {
 		now := time.Now()
 		if isFakeClock(now) != t.createdOnFakeClock {
-			return errClockMismatch
+			return ErrClockMismatch
 		}
 		t.startTime = now
 		if t.state.CompareAndSwap(stateInit, stateStarted) {
@@ -334,8 +352,10 @@ func (t *Timer) Start() error {
 // tick at or after the deadline.
 //
 // NewTimeout returns ErrNilTask for a nil task, ErrTimerStopped after Stop,
-// and an error wrapping ErrTooManyPendingTimeouts when the timer holds its
-// WithMaxPendingTimeouts limit.
+// an error wrapping ErrTooManyPendingTimeouts when the timer holds its
+// WithMaxPendingTimeouts limit, and the errors of Start: ErrNotCreated, and
+// ErrClockMismatch for a Timer used with another clock than its own (see
+// NewTimer).
 func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error) {
 	if isNilTask(task) {
 		return nil, ErrNilTask
@@ -364,14 +384,18 @@ func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
 // from now: run k is due at start + k*period, whatever the lateness of the
 // runs before it, and runs at the first tick at or after that. A run never
 // starts while the previous one is still running; runs that fall more than a
-// period behind (because a run or the worker was slow) are skipped, as a
-// time.Ticker drops ticks, never run back to back to catch up.
+// period behind (because a run, the worker or the WithTaskWorkers pool was
+// slow) are skipped, as a time.Ticker drops ticks, never run back to back to
+// catch up: a run starts as the latest one due, and the next is due a
+// period after it.
 //
 // The timeout stays pending until it is cancelled, by Cancel (also from
 // inside its own task) or by Stop: IsExpired stays false, PendingTimeouts
-// counts it once, Deadline reports the next run's due time, and Run gets the
-// same *Timeout every time. Reset moves the next run. Scheduling allocates
-// the timeout and its period; runs allocate nothing.
+// counts it once, and Run gets the same *Timeout every time. Deadline reports
+// the due time of the run in progress while the task runs, and of the next
+// run otherwise. Reset moves the next run once the run in progress has
+// returned. Scheduling allocates the timeout and its period; runs allocate
+// nothing.
 //
 // NewPeriodicTimeout returns the errors NewTimeout does, and an error
 // wrapping ErrInvalidPeriod if period is not positive.
@@ -429,7 +453,7 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	}
 	now := t.elapsed()
 	if now < 0 {
-		return errClockMismatch
+		return ErrClockMismatch
 	}
 	sh := t.shardFor(to)
 	if t.maxPendingTimeouts <= 0 {
@@ -493,8 +517,20 @@ func addDelay(now int64, delay time.Duration) int64 {
 func isFakeClock(now time.Time) bool { return now == now.Round(0) }
 
 // elapsed returns the nanoseconds since the timer started, on its clock: the
-// monotonic clock, or a synctest bubble's fake one.
-func (t *Timer) elapsed() int64 { return int64(time.Since(t.startTime)) }
+// monotonic clock, or a synctest bubble's fake one. It is negative when the
+// caller reads another clock than the timer's: a timer of the real clock
+// read inside a bubble sees the bubble's clock, which starts in 2000; one of
+// a bubble read outside it sees a reading with a monotonic clock.
+func (t *Timer) elapsed() int64 {
+	if !t.createdOnFakeClock {
+		return int64(time.Since(t.startTime))
+	}
+	now := time.Now()
+	if !isFakeClock(now) {
+		return -1
+	}
+	return int64(now.Sub(t.startTime))
+}
 
 // Stop stops the timer. The first call cancels every timeout still pending and
 // returns them; a timeout cancelled earlier is not among them. Later calls
@@ -662,7 +698,7 @@ func (t *Timer) execute(to *Timeout) {
 	defer func() {
 		if r := recover(); r != nil {
 			if p.handedOut.CompareAndSwap(true, false) {
-				t.returnRun(to) // the run never started
+				t.handBack(to, p) // the run never started
 			}
 			t.logError("hashedwheel: task executor panicked",
 				"timeout", to, "panic", r, "stack", string(debug.Stack()))
@@ -712,7 +748,10 @@ type Stats struct {
 // also after Stop, and cheap: it reads a few atomics and holds no lock.
 // Keeping the statistics costs NewTimeout, Cancel and Reset nothing: the
 // worker counts what it sees (a cancellation when it unlinks or drops the
-// timeout) and publishes its counts before it sleeps.
+// timeout) and publishes its counts after each tick and before it sleeps;
+// it counts a run in Expired before its task starts on the worker or in the
+// WithTaskExecutor executor, so a task that blocks hides no run handed out
+// before it.
 func (t *Timer) Stats() Stats {
 	if t.wheel == nil {
 		return Stats{}

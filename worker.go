@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -13,8 +14,8 @@ import (
 // the changes queue (unlinking cancelled timeouts, moving those reset to an
 // earlier deadline), moves new timeouts into buckets, expires the current
 // bucket and advances. Ticks are absolute, counted from startTime, so they do
-// not drift; a worker that falls behind processes the missed ticks back to
-// back.
+// not drift; a worker that falls behind processes the missed ticks at which
+// something is due back to back, and skips the others (see catchUp).
 func (t *Timer) run() {
 	exited := false
 	defer func() {
@@ -24,6 +25,9 @@ func (t *Timer) run() {
 			// tick unfinished: carry on in a new goroutine, which processes
 			// the rest of this tick with what is left of its transfer
 			// budget.
+			// The walk of the tick's bucket was cut short, and had not
+			// rebuilt its minDeadline: mark the bucket due.
+			t.wheel[t.tick&t.mask].minDeadline = 0
 			t.logError("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
 				"the worker goes on in a new goroutine")
 			go t.run()
@@ -37,23 +41,51 @@ func (t *Timer) run() {
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
 	for t.waitForNextTick(sleep) {
-		idx := t.tick & t.mask
 		t.processChanges()
 		t.transferTimeoutsToBuckets()
-		t.expireTimeouts(idx)
+		if t.catchUp() {
+			continue
+		}
+		t.expireTimeouts(t.tick & t.mask)
 		t.counters.ticks++
 		t.publishStats()
 		t.advanceTo(t.tick + 1)
 	}
+	// Cancel what is pending first, so that deadline contexts fall back to
+	// the runtime's timers at once rather than when the pool is done.
+	t.collectUnprocessed()
 	if t.pool != nil {
 		// Tasks already handed to the pool are expired: they run before
-		// Stop returns. Periodic runs come back through the queues, where
-		// collectUnprocessed finds them.
+		// Stop returns. Periodic runs handed to it were cancelled above,
+		// and do not start.
 		t.pool.close()
 	}
-	t.collectUnprocessed()
 	t.publishStats()
 	exited = true
+}
+
+// catchUp moves a worker that has fallen more than a tick behind the clock
+// (a task held it up) straight to the next tick at which something may be
+// due, as a sleeping worker does, so that catching up costs time that grows
+// with the timeouts due and the buckets in use, not with the ticks missed.
+// It reports whether it moved; the caller then processes the tick it moved
+// to, which has a fresh transfer budget. It does not move while new
+// timeouts wait beyond the transfer budget, as they may be due in the ticks
+// it would skip.
+func (t *Timer) catchUp() bool {
+	clockTick := t.elapsed() / t.tickDuration
+	if clockTick <= t.tick+1 || !t.newTimeoutsEmpty() || !t.changes.isEmpty() {
+		return false
+	}
+	target := clockTick // the tick the clock is in, which has not ended
+	if due, park := t.nextDueTick(); !park {
+		target = min(target, due)
+	}
+	if target <= t.tick {
+		return false
+	}
+	t.advanceTo(target)
+	return true
 }
 
 // advanceTo moves the worker to tick, which starts with a fresh transfer
@@ -212,7 +244,6 @@ func (t *Timer) nextDueTick() (due int64, park bool) {
 
 // link puts to into bucket idx of the wheel and marks the bucket occupied.
 func (t *Timer) link(to *Timeout, idx, deadline int64) {
-	to.bucketIndex = int32(idx)
 	b := &t.wheel[idx]
 	if b.head == nil {
 		t.occupied.add(int(idx))
@@ -220,21 +251,53 @@ func (t *Timer) link(to *Timeout, idx, deadline int64) {
 	b.add(to, deadline)
 }
 
+// bucketOf returns the index of the bucket a linked timeout is in.
+func (t *Timer) bucketOf(to *Timeout) int64 { return int64(to.checkTick.Load()) & t.mask }
+
 // unlink takes to out of its bucket.
 func (t *Timer) unlink(to *Timeout) {
-	idx := to.bucketIndex
+	idx := t.bucketOf(to)
 	b := &t.wheel[idx]
 	b.remove(to)
 	if b.head == nil {
 		t.occupied.remove(int(idx))
 	}
-	to.bucketIndex = -1
 }
 
-// slotFor returns the bucket for a deadline: that of the deadline's tick, or
-// of the current tick if that has passed.
-func (t *Timer) slotFor(deadline int64) int64 {
-	return max(deadline/t.tickDuration, t.tick) & t.mask
+// place puts to, whose stLinked is set, into the bucket of its deadline,
+// taking it out of the bucket it is in if linked is true, and records in its
+// checkTick when the worker looks at it again: the deadline's tick, or the
+// current one if that has passed. Then it reads the deadline again, as a
+// Reset to an earlier one that read checkTick before this wrote it may have
+// left the move to the worker (see Timeout.Reset); it reports false if the
+// deadline changed, and the caller places the timeout again.
+//
+// A timeout placed in the current tick's bucket is due at this tick: place
+// must not be called while that bucket is being walked, unless the caller
+// looks at the timeout again (see expireTimeouts).
+func (t *Timer) place(to *Timeout, linked bool) bool {
+	deadline := atomic.LoadInt64(&to.deadline)
+	check := max(deadline/t.tickDuration, t.tick)
+	idx := check & t.mask
+	if linked && t.bucketOf(to) != idx {
+		t.unlink(to)
+		linked = false
+	}
+	if uint32(check) != to.checkTick.Load() {
+		to.checkTick.Store(uint32(check))
+	} else if linked {
+		// Nothing a Reset relies on has changed.
+		b := &t.wheel[idx]
+		b.minDeadline = min(b.minDeadline, deadline)
+		return true
+	}
+	if linked {
+		b := &t.wheel[idx]
+		b.minDeadline = min(b.minDeadline, deadline)
+	} else {
+		t.link(to, idx, deadline)
+	}
+	return atomic.LoadInt64(&to.deadline) == deadline
 }
 
 // processChanges handles the timeouts that Cancel or Reset pointed out since
@@ -249,23 +312,19 @@ func (t *Timer) processChanges() {
 		// Clear stQueued before reading the state, so that a change made
 		// after this read is pushed again rather than lost.
 		s := to.state.And(^stQueued) &^ stQueued
-		if to.bucketIndex < 0 {
-			continue // left the wheel since it was pushed
-		}
 		switch s & phaseMask {
 		case stCancelled:
+			// Cancel pushes only a linked timeout, and nothing else
+			// unlinks a cancelled one.
 			t.unlink(to)
 			t.countCancelled(to)
 		case stInit:
-			deadline := atomic.LoadInt64(&to.deadline)
-			if idx := t.slotFor(deadline); idx != int64(to.bucketIndex) {
-				t.unlink(to)
-				t.link(to, idx, deadline)
-			} else {
-				b := &t.wheel[idx]
-				b.minDeadline = min(b.minDeadline, deadline)
+			// Reset pushes only a linked timeout, and the worker hands a
+			// periodic one out only once it is out of this queue.
+			for !t.place(to, true) {
 			}
 		}
+		// stExpired: a one-shot timeout expired since it was pushed.
 	}
 }
 
@@ -326,10 +385,10 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 // its list of runs), and its task has no Cancelled method to call (or it was
 // withdrawn, and gets no call). counted reports whether it counts among the
 // cancelled timeouts: all but the withdrawn ones. A cancelled timeout stays
-// cancelled, and only the worker clears stRunning, so the answer cannot
+// cancelled, and only the worker clears stReturning, so the answer cannot
 // change once the worker has taken the timeout.
 func droppable(to *Timeout) (drop, counted bool) {
-	switch to.state.Load() & (phaseMask | stRunning | stWithdrawn) {
+	switch to.state.Load() & (phaseMask | stReturning | stWithdrawn) {
 	case stCancelled:
 		_, notify := to.Task().(CancelledTask)
 		return !notify, true
@@ -343,7 +402,7 @@ func droppable(to *Timeout) (drop, counted bool) {
 // drops it if it was cancelled meanwhile.
 func (t *Timer) transfer(to *Timeout) {
 	s := to.state.Load()
-	if s&stRunning != 0 {
+	if s&stReturning != 0 {
 		t.rearm(to)
 		return
 	}
@@ -355,45 +414,39 @@ func (t *Timer) transfer(to *Timeout) {
 		}
 		// Netty's remainingRounds would be (deadline/tick - t.tick) /
 		// len(wheel): the visits to the bucket before the one at which it
-		// is due. A Reset that changes the deadline after this load also
-		// changes the state, so the CompareAndSwap fails and the deadline
-		// is read again.
-		deadline := atomic.LoadInt64(&to.deadline)
-		idx := t.slotFor(deadline)
+		// is due.
 		if to.state.CompareAndSwap(s, s|stLinked) {
-			t.link(to, idx, deadline)
+			t.placeNew(to)
 			return
 		}
 		s = to.state.Load()
 	}
 }
 
+// placeNew places a timeout that has just been marked linked.
+func (t *Timer) placeNew(to *Timeout) {
+	for linked := false; !t.place(to, linked); linked = true {
+	}
+}
+
 // rearm takes back a periodic timeout whose run has returned: it links it
-// for its next run, or drops it if it was cancelled meanwhile. Runs that fall
-// more than one period behind are skipped, so a slow run is followed by at
-// most one run that is due already.
+// for its next run, which the goroutine that ran it has set, or drops it if
+// it was cancelled meanwhile.
 func (t *Timer) rearm(to *Timeout) {
 	t.running.remove(to)
-	p := to.task.(*periodicTask)
-	// expire advanced the deadline by a period when it handed the run out.
-	next := skipBehind(atomic.LoadInt64(&to.deadline), p.period, t.elapsed())
-	// Reset returns false while stRunning is set, so the worker alone
-	// writes the deadline now.
-	atomic.StoreInt64(&to.deadline, next)
-	idx := t.slotFor(next)
 	for {
 		s := to.state.Load()
 		if s&phaseMask != stInit {
-			// Cancel cancelled it during its run (Stop cancels only in
-			// collectUnprocessed, which does not come here).
-			to.state.And(^stRunning)
+			// Cancel cancelled it during its run or since (Stop cancels
+			// only in collectUnprocessed, which does not come here).
+			to.state.And(^stReturning)
 			if s&phaseMask == stCancelled {
 				t.countCancelled(to)
 			}
 			return
 		}
-		if to.state.CompareAndSwap(s, s&^stRunning|stLinked) {
-			t.link(to, idx, next)
+		if to.state.CompareAndSwap(s, s&^stReturning|stLinked) {
+			t.placeNew(to)
 			return
 		}
 	}
@@ -410,6 +463,15 @@ func skipBehind(due, period, now int64) int64 {
 	return due
 }
 
+// nextPeriod returns the due time of the run after one due at due: a period
+// later, saturating.
+func nextPeriod(due, period int64) int64 {
+	if due > math.MaxInt64-period {
+		return math.MaxInt64
+	}
+	return due + period
+}
+
 // expireTimeouts visits bucket idx at the end of tick t.tick: it hands out
 // the tasks of the timeouts whose deadline is before the end of the tick;
 // the others are due in a later turn, or were reset to another bucket, where
@@ -422,8 +484,11 @@ func (t *Timer) expireTimeouts(idx int64) {
 	end := t.tickEnd(t.tick)
 	b := &t.wheel[idx]
 	b.minDeadline = math.MaxInt64
+	// now is the time of the hand-outs, for the statistics and for the
+	// skip of periodic runs: read again after a task ran here (it may
+	// have blocked), and every 64 hand-outs.
 	var now int64
-	handed := 0
+	stale, handed := true, 0
 	for to := b.head; to != nil; {
 		next := to.bucketNext
 		s, deadline, due := t.claimDue(to, end)
@@ -435,78 +500,97 @@ func (t *Timer) expireTimeouts(idx int64) {
 			// processChanges ran: its run would push it onto a shard queue
 			// while its next field links the changes queue. processChanges
 			// brings it back to the current bucket first.
+			t.release(to, s)
 			b.minDeadline = min(b.minDeadline, deadline)
 		case !due:
-			if want := t.slotFor(deadline); want != idx {
-				t.unlink(to) // reset to a later deadline in another bucket
-				t.link(to, want, deadline)
-			} else {
-				b.minDeadline = min(b.minDeadline, deadline)
+			t.release(to, s)
+			if !t.place(to, true) {
+				continue // reset meanwhile: look at it again
 			}
 		default:
 			if t.isStopped() {
-				// Undo nothing: claimDue has not changed the state yet.
-				return
+				t.release(to, s)
+				return // the rest is for Stop
 			}
-			// One clock read per batch of runs, for the statistics; one
-			// per periodic run, whose skip needs the time of its hand-out
-			// (a task before it in this bucket may have blocked).
 			periodic := isPeriodic(to)
-			if handed%64 == 0 || periodic {
-				now = t.elapsed()
+			if stale || handed%64 == 0 {
+				now, stale = t.elapsed(), false
 			}
 			if !t.expire(to, s, now, periodic) {
 				continue // the state changed under us: look again
 			}
 			handed++
 			t.countLateness(now - deadline)
-			t.handOut(to)
+			switch returned := t.handOut(to); {
+			case returned >= 0:
+				now = returned // a periodic run returned here
+			case returned == ranHere:
+				stale = true
+			}
 		}
 		to = next
 	}
 }
 
-// claimDue reads to's state and deadline consistently: it waits out a Reset
-// that is writing the deadline. It reports whether the timeout is pending and
-// due before end.
+// claimDue reads to's state and deadline consistently, and reports whether
+// the timeout is pending and due before end. It waits out a Reset that is
+// writing the deadline. For a timeout that Reset has moved, and that is due,
+// it takes stBusy, so that no Reset can move the deadline before the worker
+// hands the timeout out; s then has stBusy set, and the caller clears it
+// (with the expiry, or with release).
 func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due bool) {
 	for {
 		s = to.state.Load()
-		if s&stBusy == 0 || s&phaseMask != stInit {
-			break
+		if s&stBusy != 0 && s&phaseMask == stInit {
+			runtime.Gosched() // a Reset holds it for two stores
+			continue
 		}
-		runtime.Gosched() // a Reset holds it for two stores
+		deadline = atomic.LoadInt64(&to.deadline)
+		due = s&phaseMask == stInit && deadline < end
+		if !due || s&stReset == 0 {
+			return s, deadline, due
+		}
+		if to.state.CompareAndSwap(s, s|stBusy) {
+			s |= stBusy
+			deadline = atomic.LoadInt64(&to.deadline)
+			if deadline < end {
+				return s, deadline, true
+			}
+			t.release(to, s)
+			return s &^ stBusy, deadline, false
+		}
 	}
-	deadline = atomic.LoadInt64(&to.deadline)
-	return s, deadline, s&phaseMask == stInit && deadline < end
+}
+
+// release clears the stBusy that claimDue took, if s says it did.
+func (t *Timer) release(to *Timeout, s int32) {
+	if s&stBusy != 0 {
+		to.state.And(^stBusy)
+	}
 }
 
 // expire moves to, pending and due with state s, to expired (or, if it is
-// periodic, to running) and out of its bucket. It returns false if the state
-// changed since s was read. now is about the time of the hand-out;
-// periodic tells whether to is periodic.
+// periodic, to running) and out of its bucket. It returns false, having
+// released what claimDue took, if the state changed since s was read. now
+// is about the time of the hand-out; periodic tells whether to is periodic.
 func (t *Timer) expire(to *Timeout, s int32, now int64, periodic bool) bool {
-	ns := s | stExpired
+	ns := s&^stBusy | stExpired
 	if periodic {
-		ns = s&^stLinked | stRunning
+		ns = s&^(stBusy|stLinked) | stRunning
 	}
 	if !to.state.CompareAndSwap(s, ns) {
+		t.release(to, s)
 		return false
 	}
 	t.unlink(to)
 	if periodic {
-		// Deadline reports the next run from now on. Reset returns false
-		// while stRunning is set, so the worker alone writes it. A worker
-		// that fell behind (a task blocked it) hands out this run as the
-		// latest one due, skipping those more than a period behind, so
-		// that the next is not due at once too.
+		// Deadline reports this run's due time until the run returns.
+		// Reset returns false while stRunning is set, so the worker alone
+		// writes it. A worker that fell behind (a task held it up) hands
+		// out this run as the latest one due, skipping those more than a
+		// period behind.
 		period := to.task.(*periodicTask).period
-		due := skipBehind(atomic.LoadInt64(&to.deadline), period, now)
-		if due <= math.MaxInt64-period {
-			atomic.StoreInt64(&to.deadline, due+period)
-		} else {
-			atomic.StoreInt64(&to.deadline, math.MaxInt64)
-		}
+		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), period, now))
 		t.running.add(to, 0)
 	} else {
 		t.pendingFor(to).Add(-1)
@@ -523,47 +607,99 @@ func (t *Timer) countLateness(late int64) {
 	t.counters.maxLateness = max(t.counters.maxLateness, late)
 }
 
+// handOut results other than the time a periodic run returned.
+const (
+	ranHere   = -1 // a one-shot task ran on the worker, or went to the executor
+	handedOff = -2 // the task went to the pool
+)
+
 // handOut runs an expired timeout's task: on the pool, through the executor,
-// or here on the worker.
-func (t *Timer) handOut(to *Timeout) {
-	if t.pool == nil && t.taskExecutor == nil {
-		t.runTimeout(to)
-		return
-	}
-	if _, ok := to.task.(*deadlineTask); ok {
-		// A context's deadline closes a channel and cancels derived
-		// contexts: never queued behind user tasks, which may wait for it.
-		t.runTimeout(to)
-		return
-	}
-	if t.pool != nil {
+// or here on the worker. It returns the time a periodic run that ran here
+// returned, ranHere if a task ran here or went to the executor (which may
+// have taken time), or handedOff.
+func (t *Timer) handOut(to *Timeout) int64 {
+	if t.pool != nil && !isUrgent(to) {
 		t.pool.submit(to)
-	} else {
-		t.execute(to)
+		return handedOff
 	}
+	// The run counts in Stats before its task starts: a task that blocks
+	// must not hide it, nor the runs handed out before it.
+	t.published.expired.Store(t.counters.expired)
+	if t.taskExecutor != nil && !isUrgent(to) {
+		t.execute(to)
+		return ranHere
+	}
+	if p, ok := to.task.(*periodicTask); ok {
+		return t.runPeriodic(to, p, true)
+	}
+	t.callTask(to)
+	return ranHere
 }
 
-// runTimeout runs to's task on the calling goroutine. A periodic timeout
-// then goes back to the worker, through its queue of new timeouts, even if
-// the task panicked or called runtime.Goexit. A periodic run that was
-// cancelled, or whose timer was stopped, after it was handed out (while it
-// waited in the pool's queue, say) is skipped: the timeout is pending until
-// then, so its task must not run after Cancel or Stop.
+// isUrgent reports whether to's task must run on the worker even with a
+// pool or an executor: a context's deadline closes a channel and cancels
+// derived contexts, never queued behind user tasks, which may wait for it.
+func isUrgent(to *Timeout) bool {
+	_, ok := to.task.(*deadlineTask)
+	return ok
+}
+
+// runTimeout runs to's task on the calling goroutine, a pool goroutine or
+// the executor's.
 func (t *Timer) runTimeout(to *Timeout) {
-	if isPeriodic(to) {
-		defer t.returnRun(to)
-		if to.IsCancelled() || t.isStopped() {
-			return
-		}
+	if p, ok := to.task.(*periodicTask); ok {
+		t.runPeriodic(to, p, false)
+		return
 	}
 	t.callTask(to)
 }
 
-// returnRun hands a periodic timeout whose run has returned back to the
-// worker, which links it for its next run.
-func (t *Timer) returnRun(to *Timeout) {
+// runPeriodic runs one run of a periodic timeout that the worker handed out,
+// on the calling goroutine (the worker's if onWorker), and returns the time
+// it returned. A run that was cancelled, or whose timer was stopped, after
+// it was handed out (while it waited in the pool's queue, say) is skipped:
+// the timeout is pending until then, so its task must not run after Cancel
+// or Stop. A run off the worker that starts more than a period after it was
+// due starts as the latest run due, so that the next is not due at once.
+//
+// Then the timeout goes back to the worker for its next run, due a period
+// after this one (skipping those more than a period behind the return), even
+// if the task panicked or called runtime.Goexit.
+func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (returned int64) {
+	defer func() { returned = t.handBack(to, p) }()
+	if to.IsCancelled() || t.isStopped() {
+		return
+	}
+	if !onWorker {
+		now := t.elapsed()
+		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), p.period, now))
+	}
+	t.callTask(to)
+	return
+}
+
+// handBack gives a periodic timeout whose run has returned (or, if its
+// executor failed, never started) back to the worker, through its queue of
+// new timeouts, for its next run; from then on Reset may move it. It sets
+// that run's deadline first, and returns the time it read to do so. If
+// Stop has taken the timeout meanwhile, it hands nothing back.
+func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
+	now := t.elapsed()
+	// stRunning still keeps Reset out.
+	next := skipBehind(nextPeriod(atomic.LoadInt64(&to.deadline), p.period), p.period, now)
+	atomic.StoreInt64(&to.deadline, next)
+	for {
+		s := to.state.Load()
+		if s&stRunning == 0 {
+			return now // collectUnprocessed took it off the list of runs
+		}
+		if to.state.CompareAndSwap(s, s&^stRunning|stReturning) {
+			break
+		}
+	}
 	t.shardFor(to).timeouts.push(to)
 	t.wakeWorker()
+	return now
 }
 
 // newTimeoutsEmpty reports whether every shard's queue is empty.
@@ -578,10 +714,9 @@ func (t *Timer) newTimeoutsEmpty() bool {
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
-// t.unprocessed for Stop. It
-// runs on the worker as it exits, after the pool has finished. Timeouts that
-// Cancel cancelled and that the worker has not yet unlinked get their
-// Cancelled call here.
+// t.unprocessed for Stop. It runs on the worker as it exits, before it waits
+// for the pool. Timeouts that Cancel cancelled and that the worker has not
+// yet unlinked get their Cancelled call here.
 //
 // It can be resumed: a Cancelled call may call runtime.Goexit, and the
 // worker's next goroutine then runs it again. So each timeout leaves its
@@ -592,9 +727,9 @@ func (t *Timer) collectUnprocessed() {
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
 		for to := q.pop(); to != nil; to = q.pop() {
-			if to.state.Load()&stRunning != 0 {
+			if to.state.Load()&stReturning != 0 {
 				t.running.remove(to)
-				to.state.And(^stRunning)
+				to.state.And(^stReturning)
 			}
 			t.unprocessed = t.cancelForStop(to, t.unprocessed)
 		}
@@ -604,15 +739,17 @@ func (t *Timer) collectUnprocessed() {
 		b := &t.wheel[i]
 		for to := b.head; to != nil; to = b.head {
 			b.remove(to)
-			to.bucketIndex = -1
 			t.unprocessed = t.cancelForStop(to, t.unprocessed)
 		}
 	}
 	t.occupied = occupancy{}
-	// Periodic runs still out with an executor: pending, so Stop returns
-	// them. Their run comes back to queues nobody reads any more.
+	// Periodic runs still out on the pool or with an executor: pending,
+	// so Stop returns them. Clearing stRunning tells the goroutine that runs
+	// one not to hand it back, and one still waiting in the pool's queue
+	// does not start, as it is cancelled.
 	for to := t.running.head; to != nil; to = t.running.head {
 		t.running.remove(to)
+		to.state.And(^stRunning)
 		t.unprocessed = t.cancelForStop(to, t.unprocessed)
 	}
 	for t.changes.pop() != nil {
@@ -685,11 +822,18 @@ func (t *Timer) publishStats() {
 // the header of the goroutine's stack trace, "goroutine 42 [running]:", and
 // costs about a microsecond; only Stop and the start of the worker and of
 // pool goroutines call it. It returns 0, which is no goroutine's ID, if the
-// header cannot be parsed.
+// header cannot be parsed: NewTimer then fails (see canReadGoroutineIDs).
 func goroutineID() uint64 {
 	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	return parseGoroutineID(buf[:runtime.Stack(buf[:], false)])
+}
+
+// parseGoroutineID returns the ID in a stack trace's header, or 0.
+func parseGoroutineID(b []byte) uint64 {
+	b, ok := bytes.CutPrefix(b, []byte("goroutine "))
+	if !ok {
+		return 0
+	}
 	b, _, _ = bytes.Cut(b, []byte(" "))
 	id, err := strconv.ParseUint(string(b), 10, 64)
 	if err != nil {
@@ -697,3 +841,8 @@ func goroutineID() uint64 {
 	}
 	return id
 }
+
+// canReadGoroutineIDs reports whether goroutineID works in this Go release.
+// If it did not, Stop called from a task would wait for the worker that
+// runs it, forever; NewTimer fails instead.
+var canReadGoroutineIDs = sync.OnceValue(func() bool { return goroutineID() != 0 })
