@@ -103,8 +103,10 @@ func TestPooledPeriodicCanBeResetOnceItsRunReturned(t *testing.T) {
 func TestPooledPeriodicRunIsNeverBackToBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t, hashedwheel.WithTaskWorkers(1))
-		// Holds the only pool goroutine from 250ms to 310ms.
-		mustSchedule(t, tm, 245*time.Millisecond, func() { time.Sleep(60 * time.Millisecond) })
+		// Holds the only pool goroutine from 240ms to 310ms, from a tick
+		// before the run below is handed out (the order within a tick is
+		// not promised).
+		mustSchedule(t, tm, 235*time.Millisecond, func() { time.Sleep(70 * time.Millisecond) })
 		type run struct {
 			at       time.Duration
 			deadline time.Duration
