@@ -394,8 +394,8 @@ func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
 // counts it once, and Run gets the same *Timeout every time. Deadline reports
 // the due time of the run in progress while the task runs, and of the next
 // run otherwise. Reset moves the next run once the run in progress has
-// returned. Scheduling allocates the timeout and its period; runs allocate
-// nothing.
+// returned. Scheduling is one allocation of 96 bytes (three with a
+// WithTaskExecutor); runs allocate nothing.
 //
 // NewPeriodicTimeout returns the errors NewTimeout does, and an error
 // wrapping ErrInvalidPeriod if period is not positive.
@@ -407,13 +407,16 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 		return nil, fmt.Errorf("%w: %v: the period must be > 0", ErrInvalidPeriod, period)
 	}
 	p := &periodicTask{task: task, period: int64(period)}
-	to := &Timeout{timer: t, task: p}
+	to := &p.to
+	to.timer, to.task = t, p
 	if t.taskExecutor != nil {
-		p.run = func() {
-			if p.handedOut.CompareAndSwap(true, false) {
+		e := &periodicExec{}
+		e.run = func() {
+			if e.handedOut.CompareAndSwap(true, false) {
 				t.runTimeout(to)
 			}
 		}
+		p.exec = e
 	}
 	if err := t.scheduleTimeout(to, period); err != nil {
 		return nil, err
@@ -694,17 +697,17 @@ func (t *Timer) execute(to *Timeout) {
 		t.taskExecutor(func() { t.callTask(to) })
 		return
 	}
-	p.handedOut.Store(true)
+	p.exec.handedOut.Store(true)
 	defer func() {
 		if r := recover(); r != nil {
-			if p.handedOut.CompareAndSwap(true, false) {
+			if p.exec.handedOut.CompareAndSwap(true, false) {
 				t.handBack(to, p) // the run never started
 			}
 			t.logError("hashedwheel: task executor panicked",
 				"timeout", to, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	t.taskExecutor(p.run)
+	t.taskExecutor(p.exec.run)
 }
 
 // callTask runs to's task; a panic in it is logged with the timeout.
