@@ -255,8 +255,12 @@ func TestContextPackageChildrenStartNoGoroutine(t *testing.T) {
 	// with no goroutine; the wheel's contexts have one. Making many
 	// children starts no goroutine, and cancelling the wheel context
 	// cancels them all before its cancel returns, with no goroutine either.
-	// Through otherContext, which hides the method, the context package
-	// starts a goroutine per child: that shows the count can see them.
+	// (Through a wrapper that hides the method, such as otherContext, the
+	// context package would start a goroutine per child.)
+	//
+	// runtime.NumGoroutine can count too many while a garbage collection
+	// frees the stacks of goroutines that ended, so each count starts after
+	// runtime.GC, and no goroutine of this test ends.
 	n := 2_000
 	if raceEnabled {
 		n = 500
@@ -287,6 +291,7 @@ func TestContextPackageChildrenStartNoGoroutine(t *testing.T) {
 			t.Run(parent.name+"/"+child.name, func(t *testing.T) {
 				ctx, cancel := tm.WithTimeout(parent.ctx, time.Hour)
 				defer cancel()
+				runtime.GC()
 				before := runtime.NumGoroutine()
 				kids := make([]context.Context, n)
 				for i := range kids {
@@ -312,16 +317,4 @@ func TestContextPackageChildrenStartNoGoroutine(t *testing.T) {
 			})
 		}
 	}
-	t.Run("otherContext shows goroutines", func(t *testing.T) {
-		ctx, cancel := tm.WithTimeout(cancellable, time.Hour)
-		hidden := customDoneContext{Context: ctx, donec: make(chan struct{})}
-		before := runtime.NumGoroutine()
-		for range n {
-			_, c := context.WithCancel(&hidden)
-			defer c()
-		}
-		assert.GreaterOrEqual(t, runtime.NumGoroutine()-before, n, "the count missed the goroutines of %d children", n)
-		cancel()
-		close(hidden.donec)
-	})
 }
