@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/version"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -521,6 +522,14 @@ func TestCauseRace(t *testing.T) {
 	for {
 		// Poll Cause, not Done, so that the race detector sees the reads.
 		if err := context.Cause(ctx); err != nil {
+			if errors.Is(err, context.Canceled) && version.Compare(runtime.Version(), "go1.26") < 0 {
+				// Go 1.25's Cause looks for the cause before it calls
+				// Err, so it may return Err alone while the parent is
+				// being cancelled: with the standard library's own
+				// contexts too, about once in 30,000 runs. Go 1.26 calls
+				// Err first.
+				break
+			}
 			assert.Equal(t, cause, err)
 			break
 		}
