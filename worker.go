@@ -484,9 +484,9 @@ func (t *Timer) expireTimeouts(idx int64) {
 	end := t.tickEnd(t.tick)
 	b := &t.wheel[idx]
 	b.minDeadline = math.MaxInt64
-	// now is the time of the hand-outs, for the statistics and for the
-	// skip of periodic runs: read again after a task ran here (it may
-	// have blocked), and every 64 hand-outs.
+	// now is the time of the hand-outs: read every 64 hand-outs for the
+	// statistics, and before a periodic hand-out if a task ran here since
+	// (it may have blocked), for the skip of the runs behind.
 	var now int64
 	stale, handed := true, 0
 	for to := b.head; to != nil; {
@@ -513,7 +513,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 				return // the rest is for Stop
 			}
 			periodic := isPeriodic(to)
-			if stale || handed%64 == 0 {
+			if stale && periodic || handed%64 == 0 {
 				now, stale = t.elapsed(), false
 			}
 			if !t.expire(to, s, now, periodic) {
