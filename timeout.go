@@ -330,13 +330,16 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 // bucket, falls in a tick before the one at which the worker looks at the
 // timeout at the latest (its checkTick), so that the worker must be told.
 //
-// checkTick keeps that tick's low 32 bits. The tick is at most old's tick,
-// unless old had passed when the worker placed the timeout, so that it looks
-// at it in the tick it stood at, which has not ended before this Reset read
-// the clock and so is at most deadline's tick. Taking for the check tick the
-// latest tick up to old's with those low bits is therefore never too early
-// a tick to rely on: at worst, after a gap of 2^32 ticks, it tells the
-// worker without need.
+// checkTick keeps that tick's low 32 bits. The tick is at most old's tick:
+// the worker placed the timeout at the tick of the deadline it then had,
+// and every deadline since was later, or Reset found it no earlier than the
+// check tick. Only if that deadline had passed did the worker place it at
+// the tick it stood at, which is at most the clock's tick and so at most
+// deadline's. So the latest tick up to old's with those low bits is never
+// earlier than the true check tick, or the true one is no later than
+// deadline's tick anyway: a deadline at or after it needs nothing from the
+// worker. At worst, with deadlines 2^32 ticks apart, Reset tells the worker
+// without need.
 func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
 	oldTick := old / t.tickDuration
 	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())
