@@ -614,5 +614,9 @@ func (t *deadlineTask) timerStopped(*Timeout) {
 	}
 }
 
+// urgent makes the deadline run on the worker even with a pool or an
+// executor, never queued behind user tasks that may wait for the context.
+func (t *deadlineTask) urgent() {}
+
 // String describes the context, for Timeout.String.
 func (t *deadlineTask) String() string { return (*deadlineCtx)(t).String() }

@@ -46,40 +46,6 @@ type funcTask func()
 
 func (f funcTask) Run(*Timeout) { f() }
 
-// periodicTask is a periodic timeout: its Timeout, whose task is the
-// periodicTask itself, the user's task and the period, in one allocation of
-// 96 bytes, so that scheduling costs one allocation and runs none.
-type periodicTask struct {
-	to     Timeout // first, so that &p.to and p share an address
-	task   TimerTask
-	period int64 // nanoseconds, > 0
-
-	// exec is what handing a run to a WithTaskExecutor needs; nil without
-	// one. Immutable.
-	exec *periodicExec
-}
-
-// periodicExec runs the runs of a periodic timeout through a
-// WithTaskExecutor.
-type periodicExec struct {
-	// run runs one period of the timeout, made once so that handing a run
-	// to the executor allocates nothing.
-	run func()
-
-	// handedOut is set by the worker as it gives run to the executor, and
-	// cleared by whoever takes the run: run itself as it starts, or the
-	// worker if the executor panicked without starting it. Atomic.
-	handedOut atomic.Bool
-}
-
-func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
-
-// isPeriodic reports whether to is a periodic timeout.
-func isPeriodic(to *Timeout) bool {
-	_, ok := to.task.(*periodicTask)
-	return ok
-}
-
 // Timeout states. A timeout's state word holds its phase and flags, and
 // changes only by CompareAndSwap (or an atomic And of the worker's own
 // flags), so that exactly one of Cancel, expiry and Stop wins and a Reset is
