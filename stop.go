@@ -21,6 +21,9 @@ func (t *Timer) Stop() []*Timeout {
 	if t.wheel == nil {
 		return nil // not made by NewTimer: nothing to stop
 	}
+	if t.owned {
+		return t.stopOwned()
+	}
 	id := goroutineID()
 	onWorker := id != 0 && (id == t.workerID.Load() || t.pool.runs(id))
 	for {
@@ -120,4 +123,18 @@ func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
 // a deadline context, which then keeps its deadline on the runtime's timer.
 type stopObserver interface {
 	timerStopped(to *Timeout)
+}
+
+// stopOwned is Stop for a Timer made WithoutWorker: it cancels the pending
+// timeouts on the calling goroutine and returns them, waiting for nothing.
+// If Advance or NextDeadline is in progress (a task calls Stop, say), that
+// call cancels them as it returns, and Stop returns nil.
+func (t *Timer) stopOwned() []*Timeout {
+	if !t.state.CompareAndSwap(stateStarted, stateShutdown) {
+		return nil // stopped already
+	}
+	t.instance.release()
+	close(t.stopped)
+	close(t.done)
+	return t.collectForStop()
 }

@@ -274,6 +274,11 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 	// checkTick before it reads the deadline again (see Timer.place):
 	// either it sees the new deadline, or this sees its checkTick.
 	early := deadline < old && t.beforeCheck(to, old, deadline)
+	if t.owned && t.advancing.Load() {
+		// During Advance (from one of its tasks, say): what is re-armed
+		// now runs at the next call, so the owner takes it in then.
+		early = true
+	}
 	for {
 		s := to.state.Load()
 		// A Cancel may have come meanwhile; it leaves stBusy for us.

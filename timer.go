@@ -35,6 +35,10 @@ type Timer struct {
 	logger             *slog.Logger
 	pool               *taskPool // nil unless WithTaskWorkers
 
+	// owned is set for a Timer made WithoutWorker: its owner drives it with
+	// Advance, and no worker goroutine runs. Immutable.
+	owned bool
+
 	// createdOnFakeClock records whether NewTimer ran inside a
 	// testing/synctest bubble, whose clock has no monotonic reading.
 	// Immutable.
@@ -78,6 +82,28 @@ type Timer struct {
 	// nextShard is the shard whose queue the worker drains first next time.
 	// Worker only.
 	nextShard int
+
+	// advancing is held by the goroutine that plays the worker of an owned
+	// Timer: Advance, NextDeadline, or a Stop that collects the pending
+	// timeouts. Taken by CompareAndSwap; whoever holds it may touch every
+	// field marked "worker only". It orders each holder's writes before the
+	// next holder's reads.
+	advancing atomic.Bool
+
+	// lastNow is the latest time, in nanoseconds since startTime, that an
+	// owner gave Advance. Worker only.
+	lastNow int64
+
+	// nextDueAt is when, at the earliest, something in the wheel may come
+	// due, in nanoseconds since startTime: the end of the first tick whose
+	// bucket may hold a due timeout, or math.MaxInt64 if none may. A lower
+	// bound, exact after each Advance that processed ticks. Owned Timers
+	// only; worker only.
+	nextDueAt int64
+
+	// collected records that the pending timeouts of an owned Timer that
+	// was stopped have been cancelled. Worker only.
+	collected bool
 
 	// startMu serialises Start with itself.
 	startMu sync.Mutex
@@ -194,8 +220,17 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	for i := range t.shards {
 		t.shards[i].timeouts.dropsCancelled = true
 	}
-	// The worker takes new timeouts as soon as it starts.
-	t.kickAt.Store(t.tickDuration)
+	if c.withoutWorker {
+		// Its owner's clock starts now; nobody is ever kicked.
+		t.owned = true
+		t.startTime = now
+		t.nextDueAt = math.MaxInt64
+		t.kickAt.Store(math.MaxInt64)
+		t.state.Store(stateStarted)
+	} else {
+		// The worker takes new timeouts as soon as it starts.
+		t.kickAt.Store(t.tickDuration)
+	}
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
 	runtime.AddCleanup(t, (*instance).release, t.instance)

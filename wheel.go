@@ -48,6 +48,9 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 	deadline := atomic.LoadInt64(&to.deadline)
 	check := max(deadline/t.tickDuration, t.tick)
 	idx := check & t.mask
+	if t.owned {
+		t.nextDueAt = min(t.nextDueAt, t.tickEnd(check))
+	}
 	if linked && t.bucketOf(to) != idx {
 		t.unlink(to)
 		linked = false
@@ -119,7 +122,12 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 	for i := range shardCount {
 		q := &t.shards[(t.nextShard+i)%shardCount].timeouts
 		for t.transferBudget > 0 {
-			to := q.pop()
+			var to *Timeout
+			if t.owned {
+				to = q.popTaken() // only what takeAll took as Advance began
+			} else {
+				to = q.pop()
+			}
 			if to == nil {
 				break
 			}
@@ -132,6 +140,9 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 			t.transferBudget = max(t.transferBudget-d, 0)
 			taken += d
 		}
+	}
+	if t.owned {
+		return taken // no worker to kick
 	}
 	// While timeouts arrive fast, producers kick a worker that has not
 	// taken them for kickAfter. Out of budget, or when they arrive slowly,
@@ -244,11 +255,13 @@ func (t *Timer) expireTimeouts(idx int64) {
 		switch {
 		case s&phaseMask != stInit:
 			// Cancelled: unlinked by processChanges.
-		case due && s&stQueued != 0 && isPeriodic(to):
+		case due && s&stQueued != 0 && (isPeriodic(to) || t.owned):
 			// In the changes queue, or about to be pushed there, since
-			// processChanges ran: its run would push it onto a shard queue
-			// while its next field links the changes queue. processChanges
-			// brings it back to the current bucket first.
+			// processChanges ran. A periodic run would push it onto a shard
+			// queue while its next field links the changes queue; on an
+			// owned Timer it was reset during this Advance, and runs at the
+			// next. processChanges brings it back to the current bucket
+			// first.
 			t.release(to, s)
 			b.minDeadline = min(b.minDeadline, deadline)
 		case !due:
