@@ -45,10 +45,10 @@ import (
 // of another package does.
 //
 // The deadline is never lost. While pending, the context's timeout counts in
-// PendingTimeouts, and Stop cancels and returns it like any other; the context
-// then keeps the rest of its deadline with time.AfterFunc. It does the same
-// from the start when the timer is stopped or holds its
-// WithMaxPendingTimeouts limit.
+// [Timer.PendingTimeouts], and [Timer.Stop] cancels and returns it like any
+// other; the context then keeps the rest of its deadline with time.AfterFunc.
+// It does the same from the start when the timer is stopped or holds its
+// [WithMaxPendingTimeouts] limit.
 func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("cannot create context from nil parent")
@@ -60,11 +60,11 @@ func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Conte
 	return t.newDeadlineCtx(parent, d, true, time.Until(d))
 }
 
-// WithTimeout is WithDeadline with the deadline timeout from now: a copy of
-// parent that is done at the first tick at or after timeout has passed, when
-// cancel is called, or when parent is done. See WithDeadline.
+// WithTimeout is [Timer.WithDeadline] with the deadline timeout from now: a
+// copy of parent that is done at the first tick at or after timeout has
+// passed, when cancel is called, or when parent is done. See WithDeadline.
 //
-// The deadline is read on the timer's clock, as Timeout.Deadline is: its
+// The deadline is read on the timer's clock, as [Timeout.Deadline] is: its
 // monotonic reading is exact, and its wall clock reading is the timer's start
 // plus the monotonic time since, which differs from time.Now's if the wall
 // clock has been set since the timer started.

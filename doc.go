@@ -1,50 +1,80 @@
 // Package hashedwheel is a timer for very many approximate timeouts: a Go port
-// of Netty's HashedWheelTimer.
+// of Netty's HashedWheelTimer, for servers that keep an idle, heartbeat or
+// request deadline for each of hundreds of thousands of connections.
 //
-// Scheduling and cancelling a timeout are O(1) and allocate one small object.
-// All tasks run on one worker goroutine per Timer, or through an executor you
-// supply, instead of a goroutine per timer as with time.AfterFunc.
+// Scheduling, re-arming and cancelling a timeout are O(1), allocate at most
+// one small object, and start no goroutine: the tasks run on one worker
+// goroutine per [Timer] (or on a pool it owns, or through an executor you
+// supply), instead of a goroutine per timer as with [time.AfterFunc]. In
+// exchange a task runs at the first tick at or after its deadline: never
+// early, and on an idle machine at most about one tick late.
+//
+// # Jobs
+//
+// Make one Timer for the program with [NewTimer] and share it; [Timer.Stop] it
+// when the program or subsystem is done with it.
+//
+//   - An idle deadline: [Timer.AfterFunc] once, then [Timeout.Reset] on each
+//     message, which allocates nothing; when Reset returns false the deadline
+//     has fired. See the example of Timeout.Reset.
+//   - A heartbeat: [Timer.Every] runs a function every period without drift,
+//     never two runs of it at once; [Timeout.Cancel] ends it. Run tasks that
+//     may block (a write to a slow peer) on a pool with [WithTaskWorkers]. See
+//     the example of Timer.Every.
+//   - A request deadline: [Timer.WithTimeout] and [Timer.WithDeadline] behave
+//     as [context.WithTimeout] and [context.WithDeadline], with the deadline
+//     kept by the wheel. See the example of Timer.WithTimeout.
+//   - An event loop or an actor that runs its own timeouts: a Timer made
+//     [WithoutWorker] starts no goroutine; the loop calls [Timer.Advance] to
+//     run what is due on its own goroutine, and sleeps until
+//     [Timer.NextDeadline]. See the example of Timer.Advance.
+//
+// A task runs on the worker by default, so a slow task delays every timeout
+// behind it: give such tasks [WithTaskWorkers], and watch [Timer.Stats].
 //
 // # Tick duration
 //
 // The timer is approximate: it does not run a task at its deadline but at the
-// first tick at or after it. A task never runs early and, on an idle machine,
-// runs at most about one tick late. Smaller ticks are more precise and wake
-// the worker more often. In most network programs I/O timeouts need not be
-// precise, so the default tick is 100ms. Ticks under 1ms are raised to 1ms.
+// end of the tick that holds it. Smaller ticks are more precise and wake the
+// worker more often. In most network programs I/O timeouts need not be
+// precise, so the default tick is 100ms; choose the largest tick whose delay
+// your deadlines can bear (10ms for most request deadlines). Ticks under 1ms
+// are raised to 1ms. See [WithTickDuration].
 //
 // # Ticks per wheel (wheel size)
 //
 // A Timer keeps a wheel: a hash table of timeouts whose hash is the tick of
-// their deadline. Each tick the worker walks one bucket, including the
-// timeouts in it that are due in a later turn of the wheel. The default wheel
-// has 512 buckets; give it more if you schedule very many long timeouts.
+// their deadline. A tick at which something is due walks one bucket,
+// including the timeouts in it that are due in a later turn of the wheel. The
+// default wheel has 512 buckets; make ticks per wheel times the tick at least
+// your usual timeout. See [WithTicksPerWheel].
 //
 // # Do not create many instances
 //
 // Each started Timer has a worker goroutine and a wheel. Create one and share
 // it across your program; creating one per connection or request defeats its
-// purpose. More than 64 live timers in one process logs a warning.
+// purpose, and a Timer never stopped keeps its goroutine. More than 64 live
+// timers in one process logs a warning.
+//
+// # Guarantees
+//
+// A task never runs before its timeout's [Timeout.Deadline]; every timeout
+// ends either expired, its task run exactly once, or cancelled, its task
+// never run; [Timeout.Cancel] returns true only to the call that cancelled
+// it; and every method is safe for concurrent use. A Timer created inside a
+// [testing/synctest] bubble runs on the bubble's fake clock, so tests of
+// timeout logic take no real time.
 //
 // # Implementation
 //
 // The design is George Varghese and Tony Lauck's, "Hashed and Hierarchical
 // Timing Wheels: Data Structures for the Efficient Implementation of a Timer
 // Facility" (scheme 6, the hashed wheel with unsorted lists), as Netty's
-// HashedWheelTimer implements it. New timeouts go into a lock-free queue; on
+// HashedWheelTimer implements it. New timeouts go into lock-free queues; on
 // each tick the worker moves up to 100,000 of them into buckets, and runs the
 // tasks of the current bucket whose deadline is before the end of the tick:
 // exactly those whose remaining rounds Netty would find at zero. Comparing
 // deadlines instead of counting rounds down lets the worker skip visits: it
 // parks when there is nothing to do and sleeps through ticks at which nothing
 // is due, so an idle Timer costs no CPU.
-//
-// # Jobs
-//
-// Beyond Netty's one-shot timeouts, Timeout.Reset re-arms an idle deadline
-// without allocating, Timer.Every and Timer.NewPeriodicTimeout run heartbeats
-// that do not drift, CancelledTask tells a task it was cancelled,
-// WithTaskWorkers runs tasks on a pool so a slow one delays only itself,
-// Timer.Stats reports what the worker did, and Timer.WithTimeout and
-// Timer.WithDeadline keep request deadlines as a context.Context.
 package hashedwheel

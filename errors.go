@@ -8,7 +8,7 @@ var ErrTimerStopped = errors.New("hashedwheel: timer stopped")
 
 // ErrTooManyPendingTimeouts is returned, wrapped with the counts, by
 // NewTimeout and AfterFunc when the timer already holds its
-// WithMaxPendingTimeouts limit.
+// [WithMaxPendingTimeouts] limit.
 var ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
 
 // ErrNilTask is returned by NewTimeout and NewPeriodicTimeout with a nil task
@@ -20,8 +20,8 @@ var ErrNilTask = errors.New("hashedwheel: nil task")
 var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
 // ErrNotCreated is returned by Start, NewTimeout, AfterFunc,
-// NewPeriodicTimeout and Every on a Timer that NewTimer did not make, such as
-// the zero value.
+// NewPeriodicTimeout and Every on a Timer that [NewTimer] did not make, such
+// as the zero value.
 var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
 	"use hashedwheel.NewTimer, not a zero Timer value")
 

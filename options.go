@@ -24,7 +24,7 @@ const (
 )
 
 // Option configures a Timer. Options are made by the With functions and
-// applied, in order, by NewTimer.
+// applied, in order, by [NewTimer].
 type Option interface {
 	apply(*config) error
 }
@@ -48,7 +48,7 @@ type config struct {
 // WithTickDuration sets the interval between ticks; the default is 100ms. A
 // task runs at the first tick at or after its deadline, so the tick is the
 // timer's precision. d must be positive. Durations under 1ms are raised to 1ms
-// with a warning, as Netty does. NewTimer fails if d times the wheel length
+// with a warning, as Netty does. [NewTimer] fails if d times the wheel length
 // overflows an int64 count of nanoseconds.
 func WithTickDuration(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
@@ -65,7 +65,7 @@ func WithTickDuration(d time.Duration) Option {
 // wheel keeps buckets shorter when many timeouts are pending far ahead; the
 // worker's cost of going to sleep does not grow with it.
 //
-// The wheel is allocated by NewTimer, up front: 24 bytes a bucket, plus a
+// The wheel is allocated by [NewTimer], up front: 24 bytes a bucket, plus a
 // bit a bucket to find the non-empty ones. The default costs 12KiB, 1<<20
 // buckets 24MiB, and the largest, 1<<30, 24GiB.
 func WithTicksPerWheel(n int) Option {
@@ -81,7 +81,7 @@ func WithTicksPerWheel(n int) Option {
 
 // WithMaxPendingTimeouts limits how many timeouts may be pending at once;
 // NewTimeout and AfterFunc fail with an error wrapping
-// ErrTooManyPendingTimeouts while the limit is reached. n <= 0, the default,
+// [ErrTooManyPendingTimeouts] while the limit is reached. n <= 0, the default,
 // means no limit.
 func WithMaxPendingTimeouts(n int64) Option {
 	return optionFunc(func(c *config) error {
@@ -113,13 +113,13 @@ func WithTaskExecutor(exec func(task func())) Option {
 // them. A slow task (a blocked write, say) then delays only its own pool
 // goroutine, not expiry, nor the other tasks while another pool goroutine is
 // free. Every task of the timer runs on the pool, so give n more goroutines
-// than tasks that may block at once. CancelledTask's Cancelled still runs on
+// than tasks that may block at once. [CancelledTask]'s Cancelled still runs on
 // the worker. Tasks are handed out in the
 // order the worker expires them, through an unbounded queue, so the worker
 // never waits for the pool; a periodic timeout never has two runs at once.
 // Stop called from a pooled task neither deadlocks nor waits, as from a task
 // on the worker. n must be positive, and the option cannot be combined with
-// WithTaskExecutor.
+// [WithTaskExecutor].
 func WithTaskWorkers(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n <= 0 {
@@ -133,10 +133,10 @@ func WithTaskWorkers(n int) Option {
 // WithoutWorker makes a Timer that its owner drives, for an event loop or an
 // actor goroutine that wants its timeouts to run on its own goroutine,
 // between two polls, with no hand-off: the Timer starts no goroutine, Start
-// does nothing, and the owner calls Timer.Advance to run what is due and
-// Timer.NextDeadline to learn how long it may sleep. Everything else works
+// does nothing, and the owner calls [Timer.Advance] to run what is due and
+// [Timer.NextDeadline] to learn how long it may sleep. Everything else works
 // as with a worker: any goroutine may schedule, reset, cancel and stop. It
-// cannot be combined with WithTaskWorkers; with WithTaskExecutor, Advance
+// cannot be combined with [WithTaskWorkers]; with [WithTaskExecutor], Advance
 // hands tasks to the executor.
 func WithoutWorker() Option {
 	return optionFunc(func(c *config) error {
@@ -147,7 +147,7 @@ func WithoutWorker() Option {
 
 // WithLogger sets the logger for warnings (a raised tick duration, too many
 // live timers) and for panics recovered from tasks. The default is
-// slog.Default() as NewTimer finds it. l must not be nil; to discard the
+// slog.Default() as [NewTimer] finds it. l must not be nil; to discard the
 // output, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {

@@ -7,7 +7,7 @@ import (
 )
 
 // ErrHasWorker is returned by Advance on a Timer that has a worker goroutine:
-// only a Timer made WithoutWorker is driven by its owner.
+// only a Timer made [WithoutWorker] is driven by its owner.
 var ErrHasWorker = errors.New("hashedwheel: Advance on a Timer with a worker; " +
 	"make the Timer with WithoutWorker to drive it yourself")
 
@@ -19,11 +19,11 @@ var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another
 	"NextDeadline of the same Timer is in progress; they belong to one owner")
 
 // Advance runs, on the calling goroutine and before it returns, every task
-// run that is due by now on a Timer made WithoutWorker, and returns how many
+// run that is due by now on a Timer made [WithoutWorker], and returns how many
 // runs it handed out. A timeout is due once the tick that holds its deadline
 // has ended, as with a worker: its task never runs before Deadline. Runs are
 // handed out tick by tick, in deadline order across ticks, each exactly once;
-// with WithTaskExecutor they go to the executor.
+// with [WithTaskExecutor] they go to the executor.
 //
 // now is the owner's reading of the timer's clock, usually time.Now() taken
 // at the top of its loop; a now later than the clock lets runs start early
@@ -36,11 +36,11 @@ var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another
 // call is bounded. After a long gap, a call costs time that grows with the
 // runs due and the buckets in use, not with the ticks that passed.
 //
-// Advance returns ErrHasWorker on a Timer with a worker, ErrConcurrentAdvance
-// if another Advance or NextDeadline of the Timer is in progress (it then
-// changes nothing), and ErrTimerStopped after Stop. A task may call Stop: the
-// call then hands out nothing more and cancels what is pending before it
-// returns.
+// Advance returns [ErrHasWorker] on a Timer with a worker,
+// [ErrConcurrentAdvance] if another Advance or [Timer.NextDeadline] of the
+// Timer is in progress (it then changes nothing), and [ErrTimerStopped] after
+// [Timer.Stop]. A task may call Stop: the call then hands out nothing more and
+// cancels what is pending before it returns.
 func (t *Timer) Advance(now time.Time) (int, error) {
 	if !t.owned {
 		if t.wheel == nil {
@@ -111,16 +111,16 @@ func (t *Timer) advance(target int64) int {
 }
 
 // NextDeadline reports when, at the latest, the owner of a Timer made
-// WithoutWorker must call Advance again: a time never later than the first
-// at which Advance would run something (it may be earlier; then that
-// Advance runs nothing), and false if no timeout is pending. It first takes
-// in the timeouts scheduled, reset or cancelled from any goroutine before the
+// [WithoutWorker] must call [Timer.Advance] again: a time never later than the
+// first at which Advance would run something (it may be earlier; then that
+// Advance runs nothing), and false if no timeout is pending. It first takes in
+// the timeouts scheduled, reset or cancelled from any goroutine before the
 // call, so an owner that sleeps until the time it returns, or until another
 // goroutine wakes it after scheduling, misses nothing. It allocates nothing
 // and does not walk the timeouts.
 //
 // NextDeadline returns false, and changes nothing, on a Timer with a worker,
-// after Stop, and while an Advance or NextDeadline of the Timer is in
+// after [Timer.Stop], and while an Advance or NextDeadline of the Timer is in
 // progress.
 func (t *Timer) NextDeadline() (time.Time, bool) {
 	if !t.owned || !t.advancing.CompareAndSwap(false, true) {

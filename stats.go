@@ -17,13 +17,13 @@ type Stats struct {
 	MaxLateness time.Duration // largest (hand-out time - deadline) seen
 }
 
-// Stats returns the timer's statistics. It is safe to call at any time,
-// also after Stop, and cheap: it reads a few atomics and holds no lock.
-// Keeping the statistics costs NewTimeout, Cancel and Reset nothing: the
-// worker counts what it sees (a cancellation when it unlinks or drops the
-// timeout) and publishes its counts after each tick and before it sleeps;
-// it counts a run in Expired before its task starts on the worker or in the
-// WithTaskExecutor executor, so a task that blocks hides no run handed out
+// Stats returns the timer's statistics. It is safe to call at any time, also
+// after [Timer.Stop], and cheap: it reads a few atomics and holds no lock.
+// Keeping the statistics costs [Timer.NewTimeout], Cancel and Reset nothing:
+// the worker counts what it sees (a cancellation when it unlinks or drops the
+// timeout) and publishes its counts after each tick and before it sleeps; it
+// counts a run in Expired before its task starts on the worker or in the
+// [WithTaskExecutor] executor, so a task that blocks hides no run handed out
 // before it.
 func (t *Timer) Stats() Stats {
 	if t.wheel == nil {

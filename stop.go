@@ -2,21 +2,21 @@ package hashedwheel
 
 // Stop stops the timer. The first call cancels every timeout still pending and
 // returns them; a timeout cancelled earlier is not among them. Later calls
-// return nil. When Stop returns, the worker goroutine and the WithTaskWorkers
-// pool have exited; if a task is running on them, Stop waits for it to
-// return, and tasks already handed to the pool run first. Timeouts still
-// pending never run after Stop. A periodic timeout is pending between its
-// runs and during one, so Stop returns it; a run in progress on an executor
-// goroutine is not waited for.
+// return nil. When Stop returns, the worker goroutine and the
+// [WithTaskWorkers] pool have exited; if a task is running on them, Stop waits
+// for it to return, and tasks already handed to the pool run first. Timeouts
+// still pending never run after Stop. A periodic timeout is pending between
+// its runs and during one, so Stop returns it; a run in progress on an
+// executor goroutine is not waited for.
 //
 // Called from a task running on the worker goroutine or on the pool, Stop
 // neither waits nor deadlocks: it marks the timer stopped and returns nil,
 // and the worker cancels the pending timeouts and exits once the task
-// returns. (A task that a WithTaskExecutor runs on another goroutine while
+// returns. (A task that a [WithTaskExecutor] runs on another goroutine while
 // the worker waits for it is on neither, and must not call Stop.)
 //
-// After Stop, NewTimeout, AfterFunc and Start return ErrTimerStopped and
-// PendingTimeouts returns 0.
+// After Stop, [Timer.NewTimeout], [Timer.AfterFunc] and [Timer.Start] return
+// [ErrTimerStopped] and [Timer.PendingTimeouts] returns 0.
 func (t *Timer) Stop() []*Timeout {
 	if t.wheel == nil {
 		return nil // not made by NewTimer: nothing to stop

@@ -17,14 +17,14 @@ type TimerTask interface {
 	Run(timeout *Timeout)
 }
 
-// CancelledTask is a TimerTask that wants to know when Timeout.Cancel
+// CancelledTask is a [TimerTask] that wants to know when [Timeout.Cancel]
 // cancels one of its timeouts, for example to release what the task would
 // have released (Netty 4.2's TimerTask.cancelled).
 //
 // The worker calls Cancelled exactly once for each timeout of the task that
 // Cancel cancelled, on the worker goroutine, after it has unlinked the
 // timeout from the wheel: within about one tick of the Cancel call, and
-// before the worker exits even if Timer.Stop comes first. Timeouts that Stop
+// before the worker exits even if [Timer.Stop] comes first. Timeouts that Stop
 // cancels are returned by Stop instead, and get no call. A panic in Cancelled
 // is recovered and logged, as one in Run is. Like Run, Cancelled should
 // return quickly: expiry waits for it.
@@ -33,7 +33,7 @@ type CancelledTask interface {
 	Cancelled(timeout *Timeout)
 }
 
-// TimerFunc adapts an ordinary function to a TimerTask.
+// TimerFunc adapts an ordinary function to a [TimerTask].
 type TimerFunc func(timeout *Timeout)
 
 // Run calls f(timeout).
@@ -98,13 +98,16 @@ const (
 	stWithdrawn int32 = 1 << 8
 )
 
-// Timeout is the handle of a task scheduled on a Timer. Its methods are safe
-// for concurrent use.
+// Timeout is the handle of a task scheduled on a [Timer]. Its methods are safe
+// for concurrent use. A one-shot Timeout is one 64-byte allocation, and holds
+// no other memory: it is the wheel's list node too.
 //
-// A one-shot Timeout is one 64-byte allocation: its queue link and bucket
-// links live inside it. The pointer fields come first, so the garbage
-// collector stops scanning a Timeout after six of its eight words.
+// See the examples of [Timeout.Cancel] and [Timeout.Reset].
 type Timeout struct {
+	// Its queue link and bucket links live inside it. The pointer fields
+	// come first, so the garbage collector stops scanning a Timeout after
+	// six of its eight words.
+
 	timer *Timer    // immutable
 	task  TimerTask // immutable; a *periodicTask for a periodic timeout
 
@@ -148,7 +151,8 @@ type Timeout struct {
 func (to *Timeout) Timer() *Timer { return to.timer }
 
 // Task returns the task the timeout runs. For a timeout made by
-// Timer.AfterFunc or Timer.Every it is a TimerTask that calls the function.
+// [Timer.AfterFunc] or [Timer.Every] it is a [TimerTask] that calls the
+// function.
 func (to *Timeout) Task() TimerTask {
 	if p, ok := to.task.(*periodicTask); ok {
 		return p.task
@@ -175,21 +179,21 @@ func (to *Timeout) Deadline() time.Time {
 // periodic timeout, which is pending until it is cancelled.
 func (to *Timeout) IsExpired() bool { return to.state.Load()&phaseMask == stExpired }
 
-// IsCancelled reports whether the timeout was cancelled, by Cancel or by
-// Timer.Stop. A cancelled timeout's task never runs again.
+// IsCancelled reports whether the timeout was cancelled, by [Timeout.Cancel]
+// or by [Timer.Stop]. A cancelled timeout's task never runs again.
 func (to *Timeout) IsCancelled() bool { return to.state.Load()&phaseMask == stCancelled }
 
 // Cancel stops the timeout's task from running. It reports whether this call
 // moved the timeout from pending to cancelled; it returns false if the task
 // already ran or was handed to run, or the timeout was already cancelled.
 // Cancel does not wait for a running task. On a periodic timeout it stops the
-// runs after the one in progress, if any (a run handed to a WithTaskWorkers
+// runs after the one in progress, if any (a run handed to a [WithTaskWorkers]
 // pool and not yet started does not start); it may be called from inside
 // the timeout's own task.
 //
-// The timeout leaves Timer.PendingTimeouts at once; the worker unlinks it from
-// its bucket within one tick, so that it holds no memory there, and then calls
-// Cancelled if the task is a CancelledTask.
+// The timeout leaves [Timer.PendingTimeouts] at once; the worker unlinks it
+// from its bucket within one tick, so that it holds no memory there, and then
+// calls Cancelled if the task is a [CancelledTask].
 func (to *Timeout) Cancel() bool { return to.cancel(0) }
 
 // cancel is Cancel, setting flags (0 or stWithdrawn) with stCancelled.
@@ -235,7 +239,7 @@ func (to *Timeout) cancel(flags int32) bool {
 // run is handed out until the run returns (so Reset from inside its own task
 // returns false); it is pending all along, and once the run has returned
 // Reset moves its next run. Reset also returns false on a Timer used with
-// another clock than it started on (see NewTimer).
+// another clock than it started on (see [NewTimer]).
 //
 // Reset allocates nothing and costs a clock read and two compare-and-swaps.
 // The worker moves the timeout to its new bucket when it next looks at it,

@@ -18,15 +18,21 @@ const (
 )
 
 // Timer schedules tasks to run after a delay, on a hashed wheel. Its methods
-// are safe for concurrent use by any number of goroutines.
+// are safe for concurrent use by any number of goroutines. Make one with
+// [NewTimer], share it, and [Timer.Stop] it when done.
 //
-// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every, Cancel,
-// Reset); one worker goroutine, started by Start or the first NewTimeout, owns
-// the wheel and hands out the tasks. Producers never touch the wheel: they
-// hand timeouts to the worker through lock-free queues: new timeouts (and
-// periodic ones back from a run) through the queues of the shards, timeouts
-// in a bucket that were cancelled or reset earlier through one more.
+// See the examples of [NewTimer], [Timer.NewTimeout], [Timer.Every],
+// [Timer.WithTimeout] and [Timer.Advance].
 type Timer struct {
+	// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every,
+	// Cancel, Reset); one worker goroutine, started by Start or the first
+	// NewTimeout, owns the wheel and hands out the tasks (or, WithoutWorker,
+	// the goroutine that holds advancing). Producers never touch the
+	// wheel: they hand timeouts to the worker through lock-free queues: new
+	// timeouts (and periodic ones back from a run) through the queues of
+	// the shards, timeouts in a bucket that were cancelled or reset earlier
+	// through one more.
+
 	// Configuration, immutable after NewTimer.
 	tickDuration       int64 // nanoseconds, at least minTickDuration
 	mask               int64 // len(wheel) - 1
@@ -180,8 +186,8 @@ type Timer struct {
 // waits on channels that belong to the bubble it was created in. A Timer
 // created or started outside a bubble and used inside one (a package-level
 // Timer in a synctest test, say), or one of a bubble used outside it, fails
-// with ErrClockMismatch rather than keep deadlines decades off; Reset returns
-// false there.
+// with [ErrClockMismatch] rather than keep deadlines decades off; Reset
+// returns false there.
 //
 // A Timer is meant to live as long as the program or the subsystem that uses
 // it: its worker goroutine runs until Stop, so a Timer dropped without Stop
@@ -245,13 +251,14 @@ func (t *Timer) TickDuration() time.Duration { return time.Duration(t.tickDurati
 // to a power of two.
 func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
 
-// Start starts the worker goroutine (and the WithTaskWorkers pool), if it is
-// not running yet. Calling it is optional: NewTimeout and AfterFunc start the
-// worker when needed, and so do Every, NewPeriodicTimeout, WithTimeout and
-// WithDeadline. Start returns ErrTimerStopped if the timer was stopped,
-// ErrNotCreated on a Timer that NewTimer did not make, and ErrClockMismatch
-// if the Timer was created outside the testing/synctest bubble it is started
-// in, or inside one and started outside it.
+// Start starts the worker goroutine (and the [WithTaskWorkers] pool), if it is
+// not running yet. Calling it is optional: [Timer.NewTimeout] and
+// [Timer.AfterFunc] start the worker when needed, and so do [Timer.Every],
+// [Timer.NewPeriodicTimeout], [Timer.WithTimeout] and [Timer.WithDeadline].
+// Start returns [ErrTimerStopped] if the timer was stopped, [ErrNotCreated] on
+// a Timer that [NewTimer] did not make, and [ErrClockMismatch] if the Timer
+// was created outside the testing/synctest bubble it is started in, or inside
+// one and started outside it.
 func (t *Timer) Start() error {
 	if t.wheel == nil {
 		return ErrNotCreated
@@ -286,14 +293,14 @@ func (t *Timer) Start() error {
 // NewTimeout schedules task to run once, after delay. A delay of zero or less
 // runs it at the next tick; a delay too large to represent saturates, and the
 // task never runs. The task runs on the worker goroutine, on the
-// WithTaskWorkers pool or through the WithTaskExecutor executor, at the first
-// tick at or after the deadline.
+// [WithTaskWorkers] pool or through the [WithTaskExecutor] executor, at the
+// first tick at or after the deadline.
 //
-// NewTimeout returns ErrNilTask for a nil task, ErrTimerStopped after Stop,
-// an error wrapping ErrTooManyPendingTimeouts when the timer holds its
-// WithMaxPendingTimeouts limit, and the errors of Start: ErrNotCreated, and
-// ErrClockMismatch for a Timer used with another clock than its own (see
-// NewTimer).
+// NewTimeout returns [ErrNilTask] for a nil task, [ErrTimerStopped] after
+// [Timer.Stop], an error wrapping [ErrTooManyPendingTimeouts] when the timer
+// holds its [WithMaxPendingTimeouts] limit, and the errors of [Timer.Start]:
+// [ErrNotCreated], and [ErrClockMismatch] for a Timer used with another clock
+// than its own (see [NewTimer]).
 func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error) {
 	if isNilTask(task) {
 		return nil, ErrNilTask
@@ -305,7 +312,7 @@ func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error
 	return to, nil
 }
 
-// AfterFunc schedules f to run once, after delay, like NewTimeout. The
+// AfterFunc schedules f to run once, after delay, like [Timer.NewTimeout]. The
 // returned Timeout's Task calls f.
 func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
 	if f == nil {
@@ -402,7 +409,7 @@ func (t *Timer) elapsed() int64 {
 }
 
 // PendingTimeouts returns the number of timeouts scheduled that have neither
-// expired nor been cancelled. It is 0 after Stop.
+// expired nor been cancelled. It is 0 after [Timer.Stop].
 func (t *Timer) PendingTimeouts() int64 {
 	if t.wheel == nil || t.isStopped() {
 		return 0
