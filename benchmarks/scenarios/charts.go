@@ -1,0 +1,309 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// writeCharts draws the charts of scenarios.md, as PNG.
+func writeCharts(out string, rep *Report) error {
+	if sc := rep.scenario("sessions"); sc != nil {
+		if err := sessionsCoresChart(filepath.Join(out, sessionsChart), rep, sc); err != nil {
+			return fmt.Errorf("%s: %w", sessionsChart, err)
+		}
+	}
+	if rep.scenario("eventloop-busy") != nil || rep.scenario("eventloop-idle") != nil {
+		if err := eventLoopCPUChart(filepath.Join(out, eventLoopChart), rep); err != nil {
+			return fmt.Errorf("%s: %w", eventLoopChart, err)
+		}
+	}
+	if rep.scenario("http") != nil || rep.scenario("rpc") != nil {
+		if err := deadlinesCPUChart(filepath.Join(out, deadlinesChart), rep); err != nil {
+			return fmt.Errorf("%s: %w", deadlinesChart, err)
+		}
+	}
+	return nil
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.TextStyle.Font.Size = vg.Points(11)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func caption(rep *Report) string {
+	m := rep.Meta
+	s := fmt.Sprintf("%s, %d cores, %s, %s; medians of %d rounds", m.CPU, m.Cores, m.Go, m.Date, rep.Params.Rounds)
+	if m.Quick {
+		s += " (quick mode: tiny sizes)"
+	}
+	return s
+}
+
+// sessionsCoresChart draws the cores used against the number of sessions,
+// one line per variant, both axes logarithmic, with the range over the
+// rounds as error bars.
+func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
+	p := newPlot(fmt.Sprintf("Sessions: CPU used, heartbeat every %v, idle deadline re-armed every %v", dur(rep.Params.Period), dur(rep.Params.Activity)),
+		"sessions (log scale)\n"+caption(rep)+"; error bars from the lowest round to the highest", "cores used (log scale)")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = powersOfTen{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = oneTwoFive{}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	ymin, ymax := math.Inf(1), 0.0
+	for i, v := range sc.Variants {
+		var xys plotter.XYs
+		var errs plotter.YErrors
+		for _, n := range sc.Cases {
+			r := rep.get(sc.Name, n, v.ID)
+			if r == nil || r.Median == nil || r.Median["cores"] <= 0 {
+				continue
+			}
+			y := r.Median["cores"]
+			xys = append(xys, plotter.XY{X: float64(n), Y: y})
+			errs = append(errs, struct{ Low, High float64 }{y - r.Min["cores"], r.Max["cores"] - y})
+			ymin, ymax = math.Min(ymin, r.Min["cores"]), math.Max(ymax, r.Max["cores"])
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(2)
+		points.Color = plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		points.Radius = vg.Points(3.5)
+		eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{xys, errs})
+		if err != nil {
+			return err
+		}
+		eb.Color = plotutil.Color(i)
+		p.Add(line, points, eb)
+		p.Legend.Add(v.Label+": "+v.API, line, points)
+	}
+	if ymax > 0 {
+		p.Y.Min, p.Y.Max = math.Max(ymin/1.5, 1e-4), ymax*6 // room above the lines for the legend
+	}
+	return p.Save(11*vg.Inch, 6.5*vg.Inch, path)
+}
+
+// eventLoopCPUChart draws the server's cores per variant in each regime,
+// the timers' share (from the profile) as the darker part of each bar.
+func eventLoopCPUChart(path string, rep *Report) error {
+	p := newPlot("Event loop (gnet): server CPU, the timers' share darker",
+		caption(rep), "server cores")
+	p.Y.Tick.Marker = plainTicks{}
+	var groups []*scenario
+	var names []string
+	for _, r := range []regime{regimeBusy, regimeIdle} {
+		if sc := rep.scenario("eventloop-" + string(r)); sc != nil {
+			groups = append(groups, sc)
+			conns, _ := rep.value(sc.Name, 0, sc.base(), "conns")
+			names = append(names, fmt.Sprintf("%s: %s connections", r, num(conns, 0)))
+		}
+	}
+	variants := groups[0].Variants
+	width := vg.Points(40)
+	for i, v := range variants {
+		var labels plotter.XYLabels
+		timer := make(plotter.Values, len(groups))
+		rest := make(plotter.Values, len(groups))
+		for g, sc := range groups {
+			cores, ok := rep.value(sc.Name, 0, v.ID, "cores")
+			if !ok {
+				continue
+			}
+			share, _ := rep.value(sc.Name, 0, v.ID, "timer_share")
+			timer[g], rest[g] = cores*share, cores*(1-share)
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(g), Y: cores})
+			labels.Labels = append(labels.Labels, fmt.Sprintf("%s\n%.0f%% timers", num(cores, 2), 100*share))
+		}
+		tb, err := plotter.NewBarChart(timer, width)
+		if err != nil {
+			return err
+		}
+		rb, err := plotter.NewBarChart(rest, width)
+		if err != nil {
+			return err
+		}
+		c := plotutil.Color(i)
+		tb.Color, rb.Color = darker(c), lighter(c)
+		tb.LineStyle.Width, rb.LineStyle.Width = 0, 0
+		off := (vg.Length(i) - vg.Length(len(variants)-1)/2) * (width + vg.Points(4))
+		tb.Offset, rb.Offset = off, off
+		rb.StackOn(tb)
+		p.Add(tb, rb)
+		p.Legend.Add(v.Label, rb)
+		ls, err := plotter.NewLabels(labels)
+		if err != nil {
+			return err
+		}
+		for i := range ls.TextStyle {
+			ls.TextStyle[i].Font.Size = vg.Points(8)
+			ls.TextStyle[i].XAlign = draw.XCenter
+		}
+		ls.Offset = vg.Point{X: off, Y: vg.Points(4)}
+		p.Add(ls)
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Y.Min = 0
+	p.Y.Max *= 1.35
+	return p.Save(10*vg.Inch, 6*vg.Inch, path)
+}
+
+// deadlinesCPUChart draws each deadline variant's CPU per request beyond
+// the variant with no deadline, for the server and the client.
+func deadlinesCPUChart(path string, rep *Report) error {
+	p := newPlot("Request deadlines: CPU per request beyond no deadline",
+		caption(rep), "ns per request")
+	type bar struct {
+		name  string
+		v     float64
+		wheel bool
+	}
+	var bars []bar
+	add := func(scen, metric string, toNs float64, prefix string) {
+		sc := rep.scenario(scen)
+		if sc == nil {
+			return
+		}
+		none, ok := rep.value(scen, 0, "none", metric)
+		if !ok {
+			return
+		}
+		for _, v := range sc.Variants {
+			if v.ID == "none" {
+				continue
+			}
+			if x, ok := rep.value(scen, 0, v.ID, metric); ok {
+				bars = append(bars, bar{prefix + v.Label, (x - none) * toNs, v.ID == "wheel" || v.ID == "wheelctx"})
+			}
+		}
+	}
+	add("http", "cpu_us_req", 1000, "server: ")
+	add("rpc", "cpu_ns_req", 1, "client: ")
+	if len(bars) == 0 {
+		return nil
+	}
+	wheel := make(plotter.Values, len(bars))
+	std := make(plotter.Values, len(bars))
+	var names []string
+	var labels plotter.XYLabels
+	for i, b := range bars {
+		if b.wheel {
+			wheel[i] = b.v
+		} else {
+			std[i] = b.v
+		}
+		names = append(names, b.name)
+		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: math.Max(b.v, 0)})
+		labels.Labels = append(labels.Labels, num(b.v, 0))
+	}
+	width := vg.Points(36)
+	for i, s := range []struct {
+		v    plotter.Values
+		name string
+	}{{wheel, "hashedwheel"}, {std, "standard library"}} {
+		bc, err := plotter.NewBarChart(s.v, width)
+		if err != nil {
+			return err
+		}
+		bc.Color = plotutil.Color(i)
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+		p.Legend.Add(s.name, bc)
+	}
+	ls, err := plotter.NewLabels(labels)
+	if err != nil {
+		return err
+	}
+	for i := range ls.TextStyle {
+		ls.TextStyle[i].Font.Size = vg.Points(9)
+		ls.TextStyle[i].XAlign = draw.XCenter
+	}
+	ls.Offset = vg.Point{Y: vg.Points(3)}
+	p.Add(ls)
+	p.NominalX(names...)
+	p.X.Tick.Label.Font.Size = vg.Points(9)
+	p.Y.Tick.Marker = plainTicks{}
+	p.Legend.Top = true
+	p.Y.Max *= 1.25
+	return p.Save(11*vg.Inch, 6*vg.Inch, path)
+}
+
+func darker(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.RGBA{R: uint8(r >> 9), G: uint8(g >> 9), B: uint8(b >> 9), A: 255}
+}
+
+func lighter(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	f := func(v uint32) uint8 { return uint8(255 - (255-v>>8)/2) }
+	return color.RGBA{R: f(r), G: f(g), B: f(b), A: 255}
+}
+
+// plainTicks ticks a linear axis as the default does, labelled without
+// needless decimals.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = fmt.Sprintf("%g", ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// powersOfTen ticks a log axis at each power of ten, written 1e3.
+type powersOfTen struct{}
+
+func (powersOfTen) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		if v := math.Pow(10, e); v >= lo {
+			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("1e%d", int(e))})
+		}
+	}
+	return ticks
+}
+
+// oneTwoFive ticks a log axis at 1, 2 and 5 times each power of ten.
+type oneTwoFive struct{}
+
+func (oneTwoFive) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * math.Pow(10, e); v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+			}
+		}
+	}
+	return ticks
+}
