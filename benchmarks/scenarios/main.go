@@ -179,7 +179,7 @@ func quickParams() params {
 		Rounds: 1, Tick: 10 * time.Millisecond,
 
 		Sessions: []int{1e3, 1e4}, Period: 100 * time.Millisecond, Activity: 100 * time.Millisecond,
-		IdleLimit: 800 * time.Millisecond, SilentSessions: 20,
+		IdleLimit: 1500 * time.Millisecond, SilentSessions: 20,
 		SessWarmup: 200 * time.Millisecond, SessWindow: 300 * time.Millisecond,
 
 		BusyConns: 200, BusyLimit: 400 * time.Millisecond, BusySilent: 5,
