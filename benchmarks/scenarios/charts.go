@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -11,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // writeCharts draws the charts of scenarios.md, as PNG.
@@ -175,84 +177,108 @@ func eventLoopCPUChart(path string, rep *Report) error {
 	return p.Save(10*vg.Inch, 6*vg.Inch, path)
 }
 
-// deadlinesCPUChart draws each deadline variant's CPU per request beyond
-// the variant with no deadline, for the server and the client.
+// deadlinesCPUChart draws the CPU per request of every variant of the
+// request scenarios, the server's and the client's side by side, with the
+// range over the rounds as error bars, so that a difference within the
+// noise looks like one.
 func deadlinesCPUChart(path string, rep *Report) error {
-	p := newPlot("Request deadlines: CPU per request beyond no deadline",
-		caption(rep), "ns per request")
-	type bar struct {
-		name  string
-		v     float64
-		wheel bool
-	}
-	var bars []bar
-	add := func(scen, metric string, toNs float64, prefix string) {
-		sc := rep.scenario(scen)
+	var plots []*plot.Plot
+	for _, s := range []struct {
+		scenario, metric, title, unit string
+	}{
+		{"http", "cpu_us_req", "net/http server: server CPU per request", "µs per request"},
+		{"rpc", "cpu_ns_req", "pipelining client: client CPU per request", "ns per request"},
+	} {
+		sc := rep.scenario(s.scenario)
 		if sc == nil {
-			return
+			continue
 		}
-		none, ok := rep.value(scen, 0, "none", metric)
-		if !ok {
-			return
-		}
-		for _, v := range sc.Variants {
-			if v.ID == "none" {
+		p := newPlot(s.title, caption(rep)+"\nerror bars from the lowest round to the highest", s.unit)
+		p.Title.TextStyle.Font.Size = vg.Points(12)
+		p.X.Label.TextStyle.Font.Size = vg.Points(8)
+		p.Y.Tick.Marker = plainTicks{}
+		var names []string
+		wheel := make(plotter.Values, len(sc.Variants))
+		std := make(plotter.Values, len(sc.Variants))
+		var xys plotter.XYs
+		var errs plotter.YErrors
+		var labels plotter.XYLabels
+		for i, v := range sc.Variants {
+			names = append(names, v.Label)
+			r := rep.get(sc.Name, 0, v.ID)
+			if r == nil || r.Median == nil {
 				continue
 			}
-			if x, ok := rep.value(scen, 0, v.ID, metric); ok {
-				bars = append(bars, bar{prefix + v.Label, (x - none) * toNs, v.ID == "wheel" || v.ID == "wheelctx"})
+			y := r.Median[s.metric]
+			if v.ID == "wheel" || v.ID == "wheelctx" {
+				wheel[i] = y
+			} else {
+				std[i] = y
 			}
+			xys = append(xys, plotter.XY{X: float64(i), Y: y})
+			errs = append(errs, struct{ Low, High float64 }{y - r.Min[s.metric], r.Max[s.metric] - y})
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: r.Max[s.metric]})
+			labels.Labels = append(labels.Labels, num(y, map[bool]int{true: 1, false: 0}[s.metric == "cpu_us_req"]))
 		}
+		width := vg.Points(30)
+		for i, vals := range []plotter.Values{wheel, std} {
+			bc, err := plotter.NewBarChart(vals, width)
+			if err != nil {
+				return err
+			}
+			bc.Color = plotutil.Color(i)
+			bc.LineStyle.Width = 0
+			p.Add(bc)
+			p.Legend.Add([]string{"hashedwheel", "standard library, or none"}[i], bc)
+		}
+		if len(xys) > 0 {
+			eb, err := plotter.NewYErrorBars(struct {
+				plotter.XYs
+				plotter.YErrors
+			}{xys, errs})
+			if err != nil {
+				return err
+			}
+			p.Add(eb)
+			ls, err := plotter.NewLabels(labels)
+			if err != nil {
+				return err
+			}
+			for i := range ls.TextStyle {
+				ls.TextStyle[i].Font.Size = vg.Points(9)
+				ls.TextStyle[i].XAlign = draw.XCenter
+			}
+			ls.Offset = vg.Point{Y: vg.Points(3)}
+			p.Add(ls)
+		}
+		p.NominalX(names...)
+		p.X.Tick.Label.Font.Size = vg.Points(8)
+		p.Legend.Top = true
+		p.Legend.TextStyle.Font.Size = vg.Points(9)
+		p.Y.Min = 0
+		p.Y.Max *= 1.3
+		plots = append(plots, p)
 	}
-	add("http", "cpu_us_req", 1000, "server: ")
-	add("rpc", "cpu_ns_req", 1, "client: ")
-	if len(bars) == 0 {
+	if len(plots) == 0 {
 		return nil
 	}
-	wheel := make(plotter.Values, len(bars))
-	std := make(plotter.Values, len(bars))
-	var names []string
-	var labels plotter.XYLabels
-	for i, b := range bars {
-		if b.wheel {
-			wheel[i] = b.v
-		} else {
-			std[i] = b.v
-		}
-		names = append(names, b.name)
-		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: math.Max(b.v, 0)})
-		labels.Labels = append(labels.Labels, num(b.v, 0))
+	w, h := 7*vg.Inch*vg.Length(len(plots)), 5.5*vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Points(20), PadTop: vg.Points(5), PadBottom: vg.Points(5), PadLeft: vg.Points(5), PadRight: vg.Points(5)}
+	canvases := plot.Align([][]*plot.Plot{plots}, tiles, dc)
+	for i, p := range plots {
+		p.Draw(canvases[0][i])
 	}
-	width := vg.Points(36)
-	for i, s := range []struct {
-		v    plotter.Values
-		name string
-	}{{wheel, "hashedwheel"}, {std, "standard library"}} {
-		bc, err := plotter.NewBarChart(s.v, width)
-		if err != nil {
-			return err
-		}
-		bc.Color = plotutil.Color(i)
-		bc.LineStyle.Width = 0
-		p.Add(bc)
-		p.Legend.Add(s.name, bc)
-	}
-	ls, err := plotter.NewLabels(labels)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	for i := range ls.TextStyle {
-		ls.TextStyle[i].Font.Size = vg.Points(9)
-		ls.TextStyle[i].XAlign = draw.XCenter
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
 	}
-	ls.Offset = vg.Point{Y: vg.Points(3)}
-	p.Add(ls)
-	p.NominalX(names...)
-	p.X.Tick.Label.Font.Size = vg.Points(9)
-	p.Y.Tick.Marker = plainTicks{}
-	p.Legend.Top = true
-	p.Y.Max *= 1.25
-	return p.Save(11*vg.Inch, 6*vg.Inch, path)
+	return f.Close()
 }
 
 func darker(c color.Color) color.Color {

@@ -525,6 +525,11 @@ func serveGnet[T any](spec gnetSpec, newTimers func(*gnetServer[T]) (timers[T], 
 	late := s.late
 	s.lateMu.Unlock()
 	kickFigures(m, late, spec.Tick)
+	if st, ok := tm.(interface{ stats() map[string]float64 }); ok {
+		for k, v := range st.stats() {
+			m[k] = v
+		}
+	}
 	var o outcome
 	o.Metrics = m
 	if e := s.earlyKicks.Load(); e > 0 {

@@ -66,6 +66,19 @@ func (w *wheelTimers) closed(cs *conn[wheelConn]) {
 	}
 }
 
+// stats are the wheel's own figures over the whole run: runs handed out more
+// than two ticks late, and the largest lateness.
+func (w *wheelTimers) stats() map[string]float64 {
+	st := w.t.Stats()
+	return map[string]float64{
+		"wheel_expired":     float64(st.Expired),
+		"wheel_late":        float64(st.Late),
+		"wheel_max_late_ms": ms(st.MaxLateness),
+		"wheel_ticks":       float64(st.Ticks),
+		"wheel_wakeups":     float64(st.Wakeups),
+	}
+}
+
 func (w *wheelTimers) usesTicker() bool    { return false }
 func (w *wheelTimers) tick() time.Duration { return time.Hour }
 func (w *wheelTimers) stop()               { w.t.Stop() }

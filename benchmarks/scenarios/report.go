@@ -268,7 +268,7 @@ func markdown(rep *Report) string {
 		rep.rpcSection(&b, sc)
 	}
 	if rep.scenario("http") != nil || rep.scenario("rpc") != nil {
-		fmt.Fprintf(&b, "![Request deadlines: CPU per request beyond no deadline](%s)\n\n", deadlinesChart)
+		fmt.Fprintf(&b, "![Request deadlines: CPU per request, server and client](%s)\n\n", deadlinesChart)
 	}
 	rep.checksSection(&b)
 	return b.String()
