@@ -68,6 +68,8 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	ymin, ymax := math.Inf(1), 0.0
+	var over plotter.XYs // overloaded variants: no line, a cross and a note
+	var overNotes []string
 	for i, v := range sc.Variants {
 		var xys plotter.XYs
 		var errs plotter.YErrors
@@ -77,9 +79,15 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 				continue
 			}
 			y := r.Median["cores"]
+			ymin, ymax = math.Min(ymin, r.Min["cores"]), math.Max(ymax, r.Max["cores"])
+			if r.overloaded() {
+				over = append(over, plotter.XY{X: float64(n), Y: y})
+				overNotes = append(overNotes, fmt.Sprintf("%s fell behind: %s of %s heartbeats/s",
+					v.Label, num(r.Median["beats_per_s"], 0), num(r.Median["expected_beats"], 0)))
+				continue
+			}
 			xys = append(xys, plotter.XY{X: float64(n), Y: y})
 			errs = append(errs, struct{ Low, High float64 }{y - r.Min["cores"], r.Max["cores"] - y})
-			ymin, ymax = math.Min(ymin, r.Min["cores"]), math.Max(ymax, r.Max["cores"])
 		}
 		if len(xys) == 0 {
 			continue
@@ -103,6 +111,26 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 		eb.Color = plotutil.Color(i)
 		p.Add(line, points, eb)
 		p.Legend.Add(v.Label+": "+v.API, line, points)
+	}
+	if len(over) > 0 {
+		sc, err := plotter.NewScatter(over)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Shape = draw.CrossGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(6)
+		p.Add(sc)
+		ls, err := plotter.NewLabels(plotter.XYLabels{XYs: over, Labels: overNotes})
+		if err != nil {
+			return err
+		}
+		for i := range ls.TextStyle {
+			ls.TextStyle[i].Font.Size = vg.Points(9)
+			ls.TextStyle[i].XAlign = draw.XRight
+		}
+		ls.Offset = vg.Point{X: -vg.Points(10), Y: -vg.Points(3)}
+		p.Add(ls)
+		p.Legend.Add("overloaded: could not keep up, line not drawn", sc)
 	}
 	if ymax > 0 {
 		p.Y.Min, p.Y.Max = math.Max(ymin/1.5, 1e-4), ymax*6 // room above the lines for the legend
