@@ -109,3 +109,29 @@ func TestAllocsPerPeriodicRun(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryIsOneAllocation: a periodic timeout, its task and its period are
+// one object of 96 bytes (three allocations with a WithTaskExecutor).
+func TestEveryIsOneAllocation(t *testing.T) {
+	for name, c := range map[string]struct {
+		opt    []hashedwheel.Option
+		allocs float64
+	}{
+		"worker":   {nil, 1},
+		"executor": {[]hashedwheel.Option{hashedwheel.WithTaskExecutor(func(task func()) { task() })}, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tm := newTimer(t, c.opt...)
+			require.NoError(t, tm.Start())
+			f := func() {}
+			allocs := testing.AllocsPerRun(1000, func() {
+				to, err := tm.Every(time.Hour, f)
+				if err != nil {
+					panic(err)
+				}
+				to.Cancel()
+			})
+			assert.Equal(t, c.allocs, allocs, "allocations of Every")
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -889,16 +890,21 @@ func liveContexts(b *testing.B, n int, newRun func() (pend, stop func())) {
 //     resetEarlierStep a call, n*resetEarlierStep per round of the n
 //     timeouts, far more than a round of resets takes, so each deadline is
 //     earlier than the one the same timeout got a round before.
+//   - mixed: the delays are drawn at random from [resetEarlierFrom,
+//     resetLater), so that about half the calls move a deadline earlier and
+//     half later, in no order, as idle limits that vary from message to
+//     message do.
 //
 // Both start from timeouts due resetInitial from now (spread over a turn of
 // the wheel), later than any earlier reset and earlier than any later one.
 func BenchmarkReset(b *testing.B) {
 	for _, dir := range []struct {
-		name    string
-		earlier bool
+		name  string
+		delay func(b *testing.B, call int) time.Duration
 	}{
-		{"later", false},
-		{"earlier", true},
+		{"later", func(*testing.B, int) time.Duration { return resetLater }},
+		{"earlier", resetEarlierDelay},
+		{"mixed", resetMixedDelay},
 	} {
 		for _, p := range []struct {
 			name string
@@ -925,11 +931,7 @@ func BenchmarkReset(b *testing.B) {
 				b.Run("hashedwheel", func(b *testing.B) {
 					benchResets(b, tm, func(n int) {
 						for range n {
-							delay := resetLater
-							if dir.earlier {
-								delay = resetEarlierDelay(b, calls)
-							}
-							if !handles[next].Reset(delay) {
+							if !handles[next].Reset(dir.delay(b, calls)) {
 								b.Fatalf("Reset of live timeout %d returned false", next)
 							}
 							if next++; next == len(handles) {
@@ -951,11 +953,7 @@ func BenchmarkReset(b *testing.B) {
 				b.Run("time.Timer", func(b *testing.B) {
 					benchResets(b, nil, func(n int) {
 						for range n {
-							delay := resetLater
-							if dir.earlier {
-								delay = resetEarlierDelay(b, calls)
-							}
-							if !timers[next].Reset(delay) {
+							if !timers[next].Reset(dir.delay(b, calls)) {
 								b.Fatalf("Reset of live timer %d returned false", next)
 							}
 							if next++; next == len(timers) {
@@ -992,6 +990,22 @@ func resetEarlierDelay(b *testing.B, call int) time.Duration {
 		b.Fatalf("reset %d: the decreasing delays are used up", call)
 	}
 	return d
+}
+
+// resetMixedDelays are the delays of the mixed resets, drawn once at random
+// from [resetEarlierFrom, resetLater).
+var resetMixedDelays = func() []time.Duration {
+	rng := rand.New(rand.NewPCG(1, 2))
+	d := make([]time.Duration, 1<<16)
+	for i := range d {
+		d[i] = resetEarlierFrom + time.Duration(rng.Int64N(int64(resetLater-resetEarlierFrom)))
+	}
+	return d
+}()
+
+// resetMixedDelay returns the delay of the mixed reset number call.
+func resetMixedDelay(_ *testing.B, call int) time.Duration {
+	return resetMixedDelays[call&(len(resetMixedDelays)-1)]
 }
 
 // benchResets times loop(b.N) and reports the process CPU per call; with a

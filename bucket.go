@@ -8,8 +8,9 @@ import (
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
 // timeouts whose deadline falls in its tick, this turn of the wheel or a later
 // one. It is owned by the worker goroutine: no other goroutine reads or writes
-// it, or a linked timeout's bucketNext, bucketPrev or bucketIndex. Timeouts
-// are kept in the order they were transferred, not in deadline order:
+// it, or a linked timeout's bucketNext and bucketPrev (a timeout's
+// checkTick, which names its bucket, is written by the worker alone, and
+// read by Reset). Timeouts are kept in the order they were transferred, not in deadline order:
 // everything due in one tick runs in that tick, in that order.
 //
 // Netty keeps in each timeout its remainingRounds, the turns of the wheel
@@ -20,11 +21,13 @@ import (
 // the worker may skip the visits at which nothing is due: minDeadline tells
 // it which those are.
 //
-// Invariant: a timeout in the wheel sits in a bucket that the worker visits
-// at or before the tick of its deadline. Transfer places it in the bucket of
-// that tick; a Reset to a later deadline keeps the invariant by itself; a
-// Reset to an earlier one goes through the changes queue, which the worker
-// processes before it visits any bucket.
+// Invariant: a timeout in the wheel sits in a bucket that the worker visits,
+// with a minDeadline that makes it look, at or before the tick of its
+// deadline: its checkTick. The worker places it in the bucket of that tick;
+// a Reset to a later deadline keeps the invariant by itself, and so does one
+// to an earlier deadline in the check tick or later; a Reset to a deadline
+// before it goes through the changes queue, which the worker processes
+// before it visits any bucket.
 type bucket struct {
 	head, tail *Timeout
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // WithDeadline returns a copy of parent that is done when the deadline d
@@ -29,15 +28,17 @@ import (
 // soon as the work the context covers is finished. cancel is idempotent and
 // safe for concurrent use.
 //
-// The context, its wheel timeout and its cancel function are one allocation of
-// 112 bytes; the Done channel is made on the first call to Done. No goroutine
-// is started for the context while it is pending, nor for its deadline or its
-// cancel, when parent was made by the context package or by this one. The
-// first call to Done links the context to a cancellable parent: its Done channel is then that of a context.WithCancel child of the
-// parent (or, for a parent made by WithDeadline, one the parent closes), so
-// the parent's cancellation closes it at once. Done, Err, cancel and the
-// deadline's tick notice a cancelled parent; until one of them does, the
-// wheel timeout stays pending. A context derived from this one with the
+// The context and its wheel timeout are one allocation of 112 bytes, and the
+// cancel function one of 16; WithDeadline adds one of 64 that holds d. The
+// Done channel is made on the first call to Done. No goroutine is started for
+// the context while it is pending, nor for its deadline or its cancel, when
+// parent was made by the context package or by this one. The first call to
+// Done links the context to a cancellable parent: its Done channel is then
+// that of a context.WithCancel child of the parent, made then, at the cost of
+// a context.WithCancel (or, for a parent made by WithDeadline, one the parent
+// closes), so the parent's cancellation closes it at once. Done, Err, cancel
+// and the deadline's tick notice a cancelled parent; until one of them does,
+// the wheel timeout stays pending. A context derived from this one with the
 // context package learns at once that this one is done by its deadline or
 // cancel, and that a parent made by the context package is done on the
 // goroutine context.AfterFunc starts, as a context derived from any context
@@ -56,7 +57,7 @@ func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Conte
 		// The parent's deadline comes first; it alone counts.
 		return context.WithCancel(parent)
 	}
-	return t.newDeadlineCtx(parent, &d, time.Until(d))
+	return t.newDeadlineCtx(parent, d, true, time.Until(d))
 }
 
 // WithTimeout is WithDeadline with the deadline timeout from now: a copy of
@@ -77,52 +78,50 @@ func (t *Timer) WithTimeout(parent context.Context, timeout time.Duration) (cont
 	// The deadline is the wheel timeout's: one clock read, where
 	// time.Now().Add(timeout) would be a second; on some virtual machines a
 	// read costs more than the rest of WithTimeout.
-	return t.newDeadlineCtx(parent, nil, timeout)
+	return t.newDeadlineCtx(parent, time.Time{}, false, timeout)
 }
 
 // newDeadlineCtx returns a deadlineCtx for parent, due dur from now, and its
-// cancel function. d is the deadline, or nil if it is to be the wheel
-// timeout's.
-func (t *Timer) newDeadlineCtx(parent context.Context, d *time.Time, dur time.Duration) (context.Context, context.CancelFunc) {
+// cancel function. If hasDeadline, d is the deadline; otherwise it is the
+// wheel timeout's.
+func (t *Timer) newDeadlineCtx(parent context.Context, d time.Time, hasDeadline bool, dur time.Duration) (context.Context, context.CancelFunc) {
 	c := &deadlineCtx{parent: parent}
-	cancel := c.cancelFunc()
+	if hasDeadline {
+		e := &ctxExt{deadline: d}
+		e.state.Store(ctxHasDeadline)
+		c.ext.Store(e)
+	}
 	pending := dur > 0 && parent.Err() == nil
 	if pending {
 		c.to.timer, c.to.task = t, (*deadlineTask)(c)
-		if d != nil {
-			c.ext.Store(newExt(d))
-		}
 		if t.scheduleTimeout(&c.to, dur) == nil {
-			return c, cancel
+			return c, c.cancel
 		}
 		// The timeout was never pushed, or was taken back before the
 		// worker saw it: nobody else has c yet.
 	}
-	if d == nil {
-		now := time.Now().Add(dur)
-		d = &now
-	}
 	e := c.ext.Load()
 	if e == nil {
-		e = newExt(d)
+		e = &ctxExt{deadline: time.Now().Add(dur)}
 		c.ext.Store(e)
 	}
-	e.state.Store(ctxUnscheduled) // nobody else has c yet
+	e.state.Store(ctxHasDeadline | ctxUnscheduled) // nobody else has c yet
 	switch {
 	case pending:
-		c.startFallback(time.Until(*d))
+		c.startFallback(time.Until(e.deadline))
 	case parent.Err() != nil:
 		c.finish(ctxParentDone)
 	default:
 		c.finish(ctxDeadlineExceeded)
 	}
-	return c, cancel
+	return c, c.cancel
 }
 
 // Context states. A deadlineCtx moves once from ctxPending to one of the three
-// done states, only by CompareAndSwap, so exactly one goroutine finishes it.
-// ctxUnscheduled is a flag beside them: the context's timeout was not
-// scheduled, although to.timer is set.
+// done states, under its mu, so exactly one goroutine finishes it.
+// ctxUnscheduled and ctxHasDeadline are flags beside them, set before the
+// context is returned: the context's timeout was not scheduled, although
+// to.timer is set; and ext.deadline is the deadline.
 const (
 	ctxPending          int32 = 0
 	ctxCanceled         int32 = 1 // by cancel; Err is context.Canceled
@@ -130,6 +129,7 @@ const (
 	ctxParentDone       int32 = 3 // Err is parent.Err(), the cause parent's
 	ctxDoneMask         int32 = 3
 	ctxUnscheduled      int32 = 4
+	ctxHasDeadline      int32 = 8
 )
 
 // deadlineCtx is the context of Timer.WithDeadline. Its methods are safe for
@@ -141,14 +141,18 @@ const (
 // parent calls parentDone as it finishes, and another parent, once a derived
 // context is registered, through context.AfterFunc on a goroutine of its
 // own; a fallback runtime timer calls expire on another. Any of them may
-// finish the context; the one whose CompareAndSwap of the state wins does.
+// finish the context; the first to set the done state, under mu, does.
 //
 // One object, 112 bytes, holds what a context needs while nothing watches
-// it: its timeout, its parent, its cancel function and its Done channel. Its
-// state and everything else (its deadline, if it is not the timeout's, the
-// link to a cancellable parent, derived contexts, the fallback timer) are in
+// it: its timeout, its parent, a mutex and its Done channel. Its state and
+// everything else (its deadline, if it is not the timeout's, derived
+// contexts, what unregisters it from its parent, the fallback timer) are in
 // ext, made when first needed. A context that finishes without one points
-// ext to one of doneExts, whose state is the done state.
+// ext to one of doneExts, whose state is the done state. The cancel function
+// is the method value c.cancel, 16 bytes of its own.
+//
+// Locks: a context's mu is taken before those of its ancestors, never after,
+// and no lock is held while the functions of derived contexts run.
 type deadlineCtx struct {
 	// to is the context's wheel timeout. Its task is the context itself, as
 	// a deadlineTask. to.timer is set only if it was scheduled, or
@@ -159,38 +163,34 @@ type deadlineCtx struct {
 
 	parent context.Context // immutable
 
-	// cancelFn is the memory of the context's cancel function; see
-	// boundFunc. Immutable.
-	cancelFn boundFunc
+	// mu guards the store to done and ext's fields. ext and the done state
+	// are written only under it too (or before the context is returned);
+	// readers load them without it.
+	mu sync.Mutex
 
-	// done is the Done channel: nil until Done is first called; then a
-	// channel that finish closes, or closedChan if finish got there first,
-	// or the Done channel of the context.WithCancel child of the parent
-	// (see linkParent), which the parent or finish cancels. Any goroutine;
-	// set once from nil, by CompareAndSwap or by linkParent under ext.mu
-	// while the state is pending. Only the goroutine that finished the
-	// context closes a channel of its own.
-	done atomic.Pointer[hchan]
+	// done is the Done channel, nil until Done is first called, then stored
+	// once, under mu: a chan struct{} that finish closes, or closedChan if
+	// the context was done already; or, for a context linked to a
+	// cancellable parent, a *parentLink. Any goroutine reads it.
+	done atomic.Value
 
 	// ext is nil while the context is pending and needs nothing more; then
-	// its ctxExt for life, or one of doneExts. Any goroutine; set only by
-	// CompareAndSwap from nil, or before the context is returned.
+	// its ctxExt for life, or one of doneExts. Any goroutine reads it; it is
+	// set once from nil, under mu or before the context is returned.
 	ext atomic.Pointer[ctxExt]
 }
 
-// ctxExt is the part of a deadlineCtx that only some contexts need.
+// ctxExt is the part of a deadlineCtx that only some contexts need. Its
+// fields but state are guarded by the context's mu.
 type ctxExt struct {
-	// state is ctxPending or a done state, with ctxUnscheduled. Any
-	// goroutine; the done state is set once, by CompareAndSwap, and
-	// ctxUnscheduled before the context is returned.
+	// state is ctxPending or a done state, with the flags. Any goroutine
+	// reads it; the done state is set once, under the context's mu, and the
+	// flags before the context is returned.
 	state atomic.Int32
 
-	// deadline is the context's deadline, or nil if it is the timeout's.
-	// Immutable.
-	deadline *time.Time
-
-	// mu guards the fields below.
-	mu sync.Mutex
+	// deadline is the context's deadline if state has ctxHasDeadline, else
+	// unused: the deadline is the timeout's. Immutable.
+	deadline time.Time
 
 	// afterFuncs are the functions registered by AfterFunc (derived
 	// contexts) and not yet stopped or called; finish takes them all.
@@ -199,17 +199,22 @@ type ctxExt struct {
 	// stopParent unregisters parentDone from the parent.
 	stopParent func() bool
 
-	// innerCancel cancels the context.WithCancel child of the parent whose
-	// Done channel is the context's (see linkParent).
-	innerCancel context.CancelFunc
-
 	// fallback keeps the deadline on the runtime's timers when the wheel
 	// cannot.
 	fallback *time.Timer
 }
 
+// parentLink is the Done channel of a context linked to a cancellable parent
+// that is not a deadlineCtx: that of a context.WithCancel child of the
+// parent, which the context package closes when it cancels the parent,
+// synchronously, and its cancel, which finish calls otherwise. Immutable.
+type parentLink struct {
+	done   <-chan struct{}
+	cancel context.CancelFunc
+}
+
 // doneExts are the ext of contexts that finished without one of their own,
-// indexed by their done state.
+// indexed by their done state. Nothing writes them after init.
 var doneExts [4]ctxExt
 
 func init() {
@@ -218,19 +223,15 @@ func init() {
 	}
 }
 
-// newExt returns a ctxExt with deadline d.
-func newExt(d *time.Time) *ctxExt { return &ctxExt{deadline: d} }
-
-// extension returns the context's ctxExt, made on first use: one of doneExts
-// if the context finished without one.
+// extension returns the context's ctxExt, made if need be. c.mu must be held,
+// and the context pending.
 func (c *deadlineCtx) extension() *ctxExt {
-	if e := c.ext.Load(); e != nil {
-		return e
+	e := c.ext.Load()
+	if e == nil {
+		e = new(ctxExt)
+		c.ext.Store(e)
 	}
-	if e := newExt(nil); c.ext.CompareAndSwap(nil, e) {
-		return e
-	}
-	return c.ext.Load()
+	return e
 }
 
 // doneState returns ctxPending or the context's done state.
@@ -242,7 +243,7 @@ func (c *deadlineCtx) doneState() int32 {
 }
 
 // afterFunc is one function registered with a deadlineCtx's AfterFunc, in a
-// doubly linked list. Its links and linked are guarded by the owner's ext.mu;
+// doubly linked list. Its links and linked are guarded by the owner's mu;
 // owner and f are written before it is linked, and then immutable.
 type afterFunc struct {
 	f          func()
@@ -256,30 +257,6 @@ type afterFunc struct {
 // ancestor through contexts that wrap it, as context.WithValue does.
 var deadlineKey byte
 
-// cancelCtxKey is the key with which context.Cause asks a context for the
-// innermost context package context that holds its cause. A deadlineCtx
-// answers it itself (see Value), so that Cause reports its own error when it
-// was cancelled or timed out, and its parent's cause when the parent made it
-// done. The key is unexported; probeCancelCtxKey learns it from Cause.
-var cancelCtxKey = probeCancelCtxKey()
-
-// causeProbe is a context that is done and records the key Value is asked.
-type causeProbe struct{ key any }
-
-func (*causeProbe) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (*causeProbe) Done() <-chan struct{}       { return closedChan }
-func (*causeProbe) Err() error                  { return context.Canceled }
-func (p *causeProbe) Value(key any) any {
-	p.key = key
-	return nil
-}
-
-func probeCancelCtxKey() any {
-	p := new(causeProbe)
-	_ = context.Cause(p)
-	return p.key
-}
-
 // closedChan is the Done channel of a context that finished before anyone
 // asked for it.
 var closedChan = make(chan struct{})
@@ -290,8 +267,8 @@ func init() { close(closedChan) }
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline(), true }
 
 func (c *deadlineCtx) deadline() time.Time {
-	if e := c.ext.Load(); e != nil && e.deadline != nil {
-		return *e.deadline
+	if e := c.ext.Load(); e != nil && e.state.Load()&ctxHasDeadline != 0 {
+		return e.deadline
 	}
 	return c.to.Deadline()
 }
@@ -299,77 +276,80 @@ func (c *deadlineCtx) deadline() time.Time {
 // Done returns a channel that is closed when the context is done. The first
 // call makes it, and links the context to a cancellable parent.
 func (c *deadlineCtx) Done() <-chan struct{} {
-	if p := c.done.Load(); p != nil {
+	if d := c.loadDone(); d != nil {
 		c.checkParent()
-		return chanOf(p)
+		return d
+	}
+	return c.makeDone()
+}
+
+// loadDone returns the Done channel, or nil if it is not made yet.
+func (c *deadlineCtx) loadDone() <-chan struct{} {
+	switch d := c.done.Load().(type) {
+	case chan struct{}:
+		return d
+	case *parentLink:
+		return d.done
+	}
+	return nil
+}
+
+// makeDone makes the Done channel and returns it. If the parent may be
+// cancelled, the channel is one that the parent's cancellation closes
+// without a goroutine: if the parent is, or wraps, a deadlineCtx whose Done
+// is the parent's, a channel of the context's own, which that context closes
+// through parentDone as it finishes; otherwise that of a context.WithCancel
+// child of the parent, which the context package cancels with the parent,
+// synchronously, and finish cancels otherwise. The context itself learns
+// that the parent is done when Done, Err, cancel or the deadline's tick
+// asks (checkParent), unless a derived context is registered with
+// AfterFunc: then a context.AfterFunc on the parent tells it.
+func (c *deadlineCtx) makeDone() <-chan struct{} {
+	pdone := c.parent.Done()
+	var anc *deadlineCtx
+	if pdone != nil && !c.checkParent() {
+		if a, ok := c.parent.Value(&deadlineKey).(*deadlineCtx); ok && a.loadDone() == pdone {
+			anc = a
+		}
+	}
+	c.mu.Lock()
+	if d := c.loadDone(); d != nil {
+		c.mu.Unlock()
+		return d // another call made it
 	}
 	if c.doneState() != ctxPending {
-		// Done already; finish sets closedChan unless we do first.
-		c.done.CompareAndSwap(nil, chanPointer(closedChan))
-		return chanOf(c.done.Load())
+		c.done.Store(closedChan)
+		c.mu.Unlock()
+		return closedChan
 	}
-	pdone := c.parent.Done()
-	if pdone == nil {
+	switch {
+	case pdone == nil:
 		// The parent is never done, as context.Background: a channel
 		// that only finish closes.
 		ch := make(chan struct{})
-		if !c.done.CompareAndSwap(nil, chanPointer(ch)) {
-			return chanOf(c.done.Load())
-		}
+		c.done.Store(ch)
+		c.mu.Unlock()
 		return ch
-	}
-	if c.checkParent() {
-		return c.Done()
-	}
-	return c.linkParent(pdone)
-}
-
-// linkParent makes the Done channel of a context whose parent may be
-// cancelled, such that the parent's cancellation closes it without a
-// goroutine, and returns it. pdone is the parent's Done channel.
-//
-// If the parent is, or wraps, a deadlineCtx whose Done is pdone, that
-// context calls parentDone in its finish. Otherwise the channel is that of a
-// context.WithCancel child of the parent, which the context package cancels
-// with the parent, synchronously; finish cancels it otherwise. The context
-// itself learns that the parent is done when Done, Err, cancel or the
-// deadline's tick asks (checkParent), unless a derived context is registered
-// with AfterFunc: then a context.AfterFunc on the parent tells it.
-func (c *deadlineCtx) linkParent(pdone <-chan struct{}) <-chan struct{} {
-	e := c.extension()
-	if e.state.Load()&ctxDoneMask != ctxPending {
-		return c.Done() // one of doneExts: done
-	}
-	e.mu.Lock()
-	if e.state.Load()&ctxDoneMask != ctxPending {
-		e.mu.Unlock()
-		return c.Done()
-	}
-	if p := c.done.Load(); p != nil {
-		e.mu.Unlock()
-		return chanOf(p) // another Done call linked it
-	}
-	var ch <-chan struct{}
-	if anc, ok := c.parent.Value(&deadlineKey).(*deadlineCtx); ok && anc.done.Load() == chanPointer(pdone) {
+	case anc != nil:
 		a := &afterFunc{f: c.parentDone}
 		if !anc.addAfterFunc(a) {
-			e.mu.Unlock()
+			c.mu.Unlock()
 			c.finish(ctxParentDone)
 			return c.Done()
 		}
-		e.stopParent = a.stop
+		c.extension().stopParent = a.stop
+		ch := make(chan struct{})
+		c.done.Store(ch)
+		c.mu.Unlock()
 		anc.watchParent() // anc must learn of its own parent's end now
-		ch = make(chan struct{})
-	} else {
-		var inner context.Context
-		inner, e.innerCancel = context.WithCancel(c.parent)
-		ch = inner.Done()
+		return ch
+	default:
+		inner, cancel := context.WithCancel(c.parent)
+		l := &parentLink{done: inner.Done(), cancel: cancel}
+		c.done.Store(l)
+		c.mu.Unlock()
+		return l.done
 	}
-	// Under e.mu with the state pending: a finish that follows takes
-	// innerCancel under e.mu, and closes the channel with it.
-	c.done.Store(chanPointer(ch))
-	e.mu.Unlock()
-	return ch
 }
 
 // checkParent finishes a pending context whose parent is done, and reports
@@ -392,9 +372,8 @@ func (c *deadlineCtx) Err() error {
 	if !c.checkParent() {
 		return nil
 	}
-	if c.done.Load() != chanPointer(closedChan) {
-		// finish may still be closing the channel.
-		<-c.Done()
+	if d := c.loadDone(); d != nil {
+		<-d // finish may still be closing it
 	}
 	switch c.doneState() {
 	case ctxCanceled:
@@ -406,19 +385,25 @@ func (c *deadlineCtx) Err() error {
 	}
 }
 
-// Value returns the parent's value for key. context.Cause asks for
-// cancelCtxKey: a context done on its own, or pending, answers nil, so that
-// Cause returns Err; one done by its parent passes the question on, so that
-// Cause returns the parent's cause. (Before Go 1.26, Cause asks before it
-// calls Err, so Value looks at the parent first.)
+// Value returns the parent's value for key.
+//
+// context.Cause(ctx) asks ctx.Value for the innermost context package
+// context above it that can hold a cause, and returns that context's cause
+// if it has one, else ctx.Err(). While the context is pending, or once its
+// parent made it done, the parent answers: its cause is the context's. Once
+// the context is done on its own (cancel or deadline), the parent may still
+// be cancelled later, with a cause that is not the context's; then
+// context.WithoutCancel(parent) answers, which has the parent's values but
+// hides its cancellation, so that Cause returns Err, as the standard
+// library's does. Cause asks Err before Value from Go 1.26 on, and after it
+// before; the answer is the same either way, since the state it depends on
+// is set once.
 func (c *deadlineCtx) Value(key any) any {
 	if key == any(&deadlineKey) {
 		return c
 	}
-	if key == cancelCtxKey && cancelCtxKey != nil {
-		if c.checkParent(); c.doneState() != ctxParentDone {
-			return nil
-		}
+	if s := c.doneState(); s == ctxCanceled || s == ctxDeadlineExceeded {
+		return context.WithoutCancel(c.parent).Value(key)
 	}
 	return c.parent.Value(key)
 }
@@ -456,18 +441,20 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	return a.stop
 }
 
-// watchParent makes a parent that is not a deadlineCtx tell c when it is
-// done, once something (f of AfterFunc, a deadlineCtx child) waits for c's
-// finish rather than for its Done channel.
+// watchParent makes a cancellable parent that is not a deadlineCtx tell c
+// when it is done, once something (f of AfterFunc, a deadlineCtx child)
+// waits for c's finish rather than for its Done channel.
 func (c *deadlineCtx) watchParent() {
-	e := c.ext.Load()
-	e.mu.Lock()
-	if e.state.Load()&ctxDoneMask == ctxPending && e.innerCancel != nil && e.stopParent == nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, linked := c.done.Load().(*parentLink); !linked || c.doneState() != ctxPending {
+		return
+	}
+	if e := c.extension(); e.stopParent == nil {
 		// context.AfterFunc never calls the function before it returns,
 		// so the lock may be held.
 		e.stopParent = context.AfterFunc(c.parent, c.parentDone)
 	}
-	e.mu.Unlock()
 }
 
 func (a *afterFunc) stop() bool { return a.owner.removeAfterFunc(a) }
@@ -475,15 +462,12 @@ func (a *afterFunc) stop() bool { return a.owner.removeAfterFunc(a) }
 // addAfterFunc links a into the context's list and reports true, or reports
 // false if the context is done.
 func (c *deadlineCtx) addAfterFunc(a *afterFunc) bool {
-	e := c.extension()
-	if e.state.Load()&ctxDoneMask != ctxPending {
-		return false // without the lock, which doneExts share
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state.Load()&ctxDoneMask != ctxPending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.doneState() != ctxPending {
 		return false
 	}
+	e := c.extension()
 	a.owner = c
 	a.prev, a.next = nil, e.afterFuncs
 	if a.next != nil {
@@ -497,12 +481,12 @@ func (c *deadlineCtx) addAfterFunc(a *afterFunc) bool {
 // removeAfterFunc unlinks a, which addAfterFunc linked into the context's
 // list, and reports whether it was still there.
 func (c *deadlineCtx) removeAfterFunc(a *afterFunc) bool {
-	e := c.ext.Load()
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !a.linked {
 		return false
 	}
+	e := c.ext.Load()
 	if a.prev == nil {
 		e.afterFuncs = a.next
 	} else {
@@ -548,59 +532,41 @@ func (c *deadlineCtx) finish(done int32) {
 			c.to.Cancel()
 		}
 	}
-	var e *ctxExt
-	var s int32
-	for {
-		if e = c.ext.Load(); e != nil {
-			if s = e.state.Load(); s&ctxDoneMask != ctxPending {
-				return // done already, or e is one of doneExts
-			}
-			if e.state.CompareAndSwap(s, s|done) {
-				break
-			}
-			continue
-		}
-		if c.ext.CompareAndSwap(nil, &doneExts[done]) {
-			break // nothing else to release
-		}
-	}
 	var (
-		fallback    *time.Timer
-		stopParent  func() bool
-		innerCancel context.CancelFunc
-		first       *afterFunc
+		fallback   *time.Timer
+		stopParent func() bool
+		first      *afterFunc
 	)
-	if e != nil {
-		// Whoever registers with e, or links the Done channel to the
-		// parent, checks the state under the lock after taking it, so what
-		// is registered is taken here.
-		e.mu.Lock()
-		fallback, stopParent, innerCancel, first = e.fallback, e.stopParent, e.innerCancel, e.afterFuncs
-		e.fallback, e.stopParent, e.innerCancel, e.afterFuncs = nil, nil, nil, nil
+	c.mu.Lock()
+	if e := c.ext.Load(); e == nil {
+		c.ext.Store(&doneExts[done]) // nothing else to release
+	} else {
+		s := e.state.Load()
+		if s&ctxDoneMask != ctxPending {
+			c.mu.Unlock()
+			return // done already
+		}
+		e.state.Store(s | done)
+		// Whoever registers with e, or makes the Done channel, checks
+		// the state under mu, so what is registered is taken here.
+		fallback, stopParent, first = e.fallback, e.stopParent, e.afterFuncs
+		e.fallback, e.stopParent, e.afterFuncs = nil, nil, nil
 		for a := first; a != nil; a = a.next {
 			a.linked = false // stop now returns false; nothing writes the links
 		}
-		e.mu.Unlock()
 	}
-	if innerCancel != nil {
-		innerCancel() // closes the Done channel, the inner context's
-	} else {
-		for {
-			p := c.done.Load()
-			if p == nil {
-				if c.done.CompareAndSwap(nil, chanPointer(closedChan)) {
-					break
-				}
-				continue // Done made the channel meanwhile
-			}
-			if p != chanPointer(closedChan) {
-				close(chanOf(p))
-			}
-			break
-		}
-	}
-	// Without the lock: a deadlineCtx parent takes its own, and the
+	// A Done channel made from now on is closedChan.
+	d := c.done.Load()
+	c.mu.Unlock()
+
+	// Without the lock: cancelling the link takes the parent's, and the
 	// functions of derived contexts may call back into this one.
+	switch d := d.(type) {
+	case chan struct{}:
+		close(d)
+	case *parentLink:
+		d.cancel() // closes the Done channel, the inner context's
+	}
 	if fallback != nil {
 		fallback.Stop()
 	}
@@ -620,22 +586,11 @@ func (c *deadlineCtx) startFallback(dur time.Duration) {
 		c.expire()
 		return
 	}
-	e := c.extension()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state.Load()&ctxDoneMask == ctxPending {
-		e.fallback = time.AfterFunc(dur, c.expire)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.doneState() == ctxPending {
+		c.extension().fallback = time.AfterFunc(dur, c.expire)
 	}
-}
-
-// cancelFunc returns the context's cancel function, without allocating when
-// it can.
-func (c *deadlineCtx) cancelFunc() context.CancelFunc {
-	if cancelCode == 0 {
-		return c.cancel
-	}
-	c.cancelFn = boundFunc{code: cancelCode, ctx: c}
-	return c.cancelFn.fn()
 }
 
 // deadlineTask is the wheel task of a deadlineCtx: the same object, so that
@@ -659,50 +614,9 @@ func (t *deadlineTask) timerStopped(*Timeout) {
 	}
 }
 
+// urgent makes the deadline run on the worker even with a pool or an
+// executor, never queued behind user tasks that may wait for the context.
+func (t *deadlineTask) urgent() {}
+
 // String describes the context, for Timeout.String.
 func (t *deadlineTask) String() string { return (*deadlineCtx)(t).String() }
-
-// Function values without an allocation.
-//
-// A func value points to a closure: a code pointer followed by the captured
-// variables, here a *deadlineCtx. A method value such as c.cancel would be
-// such a closure, allocated on its own (16 bytes). boundFunc lays the same
-// two words out inside the object that needs the function, and fn returns a
-// func value pointing to them. The code pointer is taken, at init, from a
-// closure of the same shape, which also checks the layout: if the compiler
-// ever lays it out differently, the code pointer stays 0 and the callers use
-// an allocated method value instead.
-
-// boundFunc is the memory of a closure that calls a method of ctx.
-type boundFunc struct {
-	code uintptr      // the closure's code; never a heap pointer
-	ctx  *deadlineCtx // its captured variable
-}
-
-var cancelCode = closureCode(cancelClosure)
-
-//go:noinline
-func cancelClosure(c *deadlineCtx) func() { return func() { c.cancel() } }
-
-// closureCode returns the code pointer of the closures that newClosure
-// makes, or 0 if they are not laid out as a boundFunc's first two words.
-func closureCode(newClosure func(*deadlineCtx) func()) uintptr {
-	probe := new(deadlineCtx)
-	f := newClosure(probe)
-	words := *(**[2]unsafe.Pointer)(unsafe.Pointer(&f))
-	if words[1] != unsafe.Pointer(probe) {
-		return 0
-	}
-	return uintptr(words[0])
-}
-
-// fn returns b as a func value. b.code must not be 0.
-func (b *boundFunc) fn() func() { return *(*func())(unsafe.Pointer(&b)) }
-
-// hchan stands for the runtime's channel header: a chan value is a pointer
-// to one. It lets a Done channel live in an atomic.Pointer, one word.
-type hchan struct{}
-
-func chanPointer(ch <-chan struct{}) *hchan { return *(**hchan)(unsafe.Pointer(&ch)) }
-
-func chanOf(p *hchan) chan struct{} { return *(*chan struct{})(unsafe.Pointer(&p)) }

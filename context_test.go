@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/version"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -521,6 +522,14 @@ func TestCauseRace(t *testing.T) {
 	for {
 		// Poll Cause, not Done, so that the race detector sees the reads.
 		if err := context.Cause(ctx); err != nil {
+			if errors.Is(err, context.Canceled) && version.Compare(runtime.Version(), "go1.26") < 0 {
+				// Go 1.25's Cause looks for the cause before it calls
+				// Err, so it may return Err alone while the parent is
+				// being cancelled: with the standard library's own
+				// contexts too, about once in 30,000 runs. Go 1.26 calls
+				// Err first.
+				break
+			}
 			assert.Equal(t, cause, err)
 			break
 		}
@@ -837,31 +846,55 @@ func TestParentCancellationStartsNoGoroutine(t *testing.T) {
 
 func TestAllocs(t *testing.T) {
 	// TestAllocs, and the target: one allocation for the context and
-	// its timeout, one more for the Done channel.
+	// its timeout, one for the cancel function, one more for the Done
+	// channel. Exact, so that a change either way is seen.
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	require.NoError(t, tm.Start())
+	cancellable, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	cancellable.Done() // its channel, made once
 	for _, tt := range []struct {
-		name  string
-		f     func()
-		limit float64
+		name string
+		f    func()
+		want float64
 	}{
 		{"WithTimeout+cancel", func() {
 			_, cancel := tm.WithTimeout(context.Background(), time.Hour)
 			cancel()
-		}, 1},
+		}, 2},
+		{"WithTimeout(WithCancel)+cancel", func() {
+			_, cancel := tm.WithTimeout(cancellable, time.Hour)
+			cancel()
+		}, 2},
 		{"WithTimeout+Done+cancel", func() {
 			ctx, cancel := tm.WithTimeout(context.Background(), time.Hour)
 			ctx.Done()
 			cancel()
 			<-ctx.Done()
-		}, 2},
+		}, 3},
+		{"WithTimeout(WithCancel)+Done+cancel", func() {
+			// The link to the parent is a context.WithCancel child of it:
+			// its context, its cancel function, its Done channel, and the
+			// parentLink that holds the last two.
+			ctx, cancel := tm.WithTimeout(cancellable, time.Hour)
+			ctx.Done()
+			cancel()
+			<-ctx.Done()
+		}, 6},
+		{"WithDeadline+cancel", func() {
+			// The context, its cancel function, and the ctxExt that holds
+			// the deadline.
+			_, cancel := tm.WithDeadline(context.Background(), time.Now().Add(time.Hour))
+			cancel()
+		}, 3},
 		{"WithTimeout past", func() {
-			// The context, its deadline, and the ctxExt that holds it.
+			// The context, its cancel function, and the ctxExt that holds
+			// the deadline.
 			ctx, _ := tm.WithTimeout(context.Background(), -time.Second)
 			<-ctx.Done()
 		}, 3},
 	} {
-		assert.LessOrEqual(t, testing.AllocsPerRun(100, tt.f), tt.limit, tt.name)
+		assert.Equal(t, tt.want, testing.AllocsPerRun(100, tt.f), tt.name)
 	}
 }
 

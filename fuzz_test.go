@@ -127,6 +127,7 @@ type fuzzHandle struct {
 	selfReset  bool  // the task calls Reset, which must return false
 	runs       int
 	running    bool  // a run was handed out and the worker has not taken it back
+	returned   bool  // the run has returned, and Reset may move the next one
 	ranTick    int64 // the tick of the last run
 
 	// CancelledTask.
@@ -773,12 +774,12 @@ func (m *fuzzModel) reset(b, b1, b2 byte) {
 	m.tracef("Reset(#%d, %v)", h.id, d)
 	got := h.to.Reset(d)
 	switch {
-	case m.stopOpen(h) && !h.running:
+	case m.stopOpen(h) && (!h.running || h.returned):
 		// Pending until the stopped worker cancels it; Reset may move it.
 		if got {
 			h.deadline = addSat(m.now, int64(max(d, 0)))
 		}
-	case h.state != statePending || h.running:
+	case h.state != statePending || h.running && !h.returned:
 		if got {
 			m.fatalf("Reset(#%d) = true on a timeout that is %s (running %v)", h.id, stateName(h.state), h.running)
 		}
@@ -814,6 +815,9 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 	close(h.release)
 	h.released = true
 	synctest.Wait()
+	if h.running && !h.returned {
+		m.returned(h, m.now)
+	}
 	if i := slices.Index(m.busy, h); i >= 0 {
 		m.busy = slices.Delete(m.busy, i, i+1)
 		m.startPooled(m.now)
@@ -1250,12 +1254,12 @@ func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
 	}
 	h.runs++
 	if h.period != 0 {
-		// Deadline reports the next run from the moment this one is
-		// handed out. A run handed out late is the latest one due: those
-		// more than a period behind are skipped.
-		h.running = true
+		// Deadline reports this run's due time until it returns. A run
+		// handed out late is the latest one due: those more than a period
+		// behind are skipped.
+		h.running, h.returned = true, false
 		h.ranTick = m.curTick
-		h.deadline = addSat(latestDue(h.deadline, h.period, r.at), h.period)
+		h.deadline = latestDue(h.deadline, h.period, r.at)
 		if r.selfReset {
 			m.fatalf("Reset from inside the run of periodic #%d returned true", h.id)
 		}
@@ -1268,6 +1272,9 @@ func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
 			if h.cb {
 				h.cbBound = unknownBound // when the run comes back
 			}
+		}
+		if h.kind != kindSlow || h.runs > 1 || h.released {
+			m.returned(h, r.at) // the task does not block
 		}
 	}
 	switch h.kind {
@@ -1311,28 +1318,35 @@ func (m *fuzzModel) stoppedFromTask() {
 	}
 }
 
+// returned is the return of periodic h's run at time at: Deadline reports
+// the next run, due a period after this one was, skipping those due more
+// than a period before at; Reset may move it from now on.
+func (m *fuzzModel) returned(h *fuzzHandle, at int64) {
+	h.returned = true
+	h.deadline = latestDue(addSat(h.deadline, h.period), h.period, at)
+}
+
 // rearm takes back the periodic timeouts whose runs have returned, at time
-// at: the next run is due a period after the last was; runs due a period or
-// more before at are skipped; it runs in a later tick than the last. One
-// cancelled during its run gets its Cancelled call now.
+// at: the next run is due when returned (or a Reset since) says; it runs in
+// a later tick than the last. One cancelled during its run gets its
+// Cancelled call now.
 func (m *fuzzModel) rearm(at int64) { m.rearmAt(at, -1) }
 
 // rearmAt is rearm by a worker standing at tick, or, if tick is -1, at the
 // tick after the one each timeout ran in.
 func (m *fuzzModel) rearmAt(at, tick int64) {
 	for _, h := range m.handles {
-		if !h.running || h == m.blockedBy {
+		if !h.running || !h.returned {
 			continue
 		}
-		h.running = false
+		h.running, h.returned = false, false
 		if h.state == stateCancelled {
 			if h.cbWant && h.cbBound == unknownBound {
 				h.cbBound = at
 			}
 			continue
 		}
-		next := latestDue(h.deadline, h.period, at)
-		h.deadline = next
+		next := h.deadline
 		floor := tick
 		if floor < 0 {
 			floor = h.ranTick + 1

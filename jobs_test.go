@@ -667,11 +667,13 @@ func TestPooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
 		release := make(chan struct{})
-		mustSchedule(t, tm, 15*time.Millisecond, func() { <-release }) // holds the pool
+		// Holds the pool from 10ms: a tick before the run is handed out,
+		// as the order within a tick is not promised.
+		mustSchedule(t, tm, 5*time.Millisecond, func() { <-release })
 		var runs atomic.Int32
 		p, err := tm.Every(15*time.Millisecond, func() { runs.Add(1) })
 		require.NoError(t, err)
-		time.Sleep(25 * time.Millisecond) // both handed out at 20ms; the run waits
+		time.Sleep(25 * time.Millisecond) // the run, handed out at 20ms, waits
 		require.True(t, p.Cancel())
 		close(release)
 		time.Sleep(100 * time.Millisecond)

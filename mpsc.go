@@ -93,16 +93,38 @@ func (q *mpscQueue) push(n *Timeout) {
 // pop removes and returns the oldest node, or nil if the queue is empty.
 // Consumer only.
 func (q *mpscQueue) pop() *Timeout {
+	if q.consumerHead == nil {
+		q.consumerHead = q.take()
+	}
+	return q.popTaken()
+}
+
+// popTaken removes and returns the oldest node of those taken so far (by
+// pop or takeAll), or nil if there is none: it does not take the nodes
+// pushed since. Consumer only.
+func (q *mpscQueue) popTaken() *Timeout {
 	n := q.consumerHead
 	if n == nil {
-		n = q.take()
-		if n == nil {
-			return nil
-		}
+		return nil
 	}
 	q.consumerHead = n.next
 	n.next = nil
 	return n
+}
+
+// takeAll takes every node pushed so far, after those taken before, for
+// popTaken to hand out. Consumer only.
+func (q *mpscQueue) takeAll() {
+	taken := q.take()
+	if q.consumerHead == nil {
+		q.consumerHead = taken
+		return
+	}
+	last := q.consumerHead
+	for last.next != nil {
+		last = last.next
+	}
+	last.next = taken
 }
 
 // take takes every node pushed so far and returns the oldest, linked by next

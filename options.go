@@ -41,6 +41,7 @@ type config struct {
 	maxPendingTimeouts int64
 	taskExecutor       func(task func())
 	taskWorkers        int
+	withoutWorker      bool
 	logger             *slog.Logger
 }
 
@@ -129,6 +130,21 @@ func WithTaskWorkers(n int) Option {
 	})
 }
 
+// WithoutWorker makes a Timer that its owner drives, for an event loop or an
+// actor goroutine that wants its timeouts to run on its own goroutine,
+// between two polls, with no hand-off: the Timer starts no goroutine, Start
+// does nothing, and the owner calls Timer.Advance to run what is due and
+// Timer.NextDeadline to learn how long it may sleep. Everything else works
+// as with a worker: any goroutine may schedule, reset, cancel and stop. It
+// cannot be combined with WithTaskWorkers; with WithTaskExecutor, Advance
+// hands tasks to the executor.
+func WithoutWorker() Option {
+	return optionFunc(func(c *config) error {
+		c.withoutWorker = true
+		return nil
+	})
+}
+
 // WithLogger sets the logger for warnings (a raised tick duration, too many
 // live timers) and for panics recovered from tasks. The default is
 // slog.Default() as NewTimer finds it. l must not be nil; to discard the
@@ -161,6 +177,10 @@ func newConfig(opts []Option) (config, error) {
 	if c.taskWorkers > 0 && c.taskExecutor != nil {
 		return config{}, fmt.Errorf("hashedwheel: WithTaskWorkers(%d) and WithTaskExecutor both given: "+
 			"tasks run either on the pool or through the executor", c.taskWorkers)
+	}
+	if c.taskWorkers > 0 && c.withoutWorker {
+		return config{}, fmt.Errorf("hashedwheel: WithTaskWorkers(%d) and WithoutWorker both given: "+
+			"a Timer without a worker runs its tasks in Advance, on its owner's goroutine", c.taskWorkers)
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()

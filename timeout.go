@@ -46,60 +46,43 @@ type funcTask func()
 
 func (f funcTask) Run(*Timeout) { f() }
 
-// periodicTask is the task of a periodic timeout: the user's task and the
-// period. It is allocated once, with the timeout, so that runs allocate
-// nothing.
-type periodicTask struct {
-	task   TimerTask
-	period int64 // nanoseconds, > 0
-
-	// run runs one period of the timeout through a WithTaskExecutor,
-	// made once so that handing a run to the executor allocates nothing.
-	run func()
-
-	// handedOut is set by the worker as it gives run to the executor, and
-	// cleared by whoever takes the run: run itself as it starts, or the
-	// worker if the executor panicked without starting it. Atomic.
-	handedOut atomic.Bool
-}
-
-func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
-
-// isPeriodic reports whether to is a periodic timeout.
-func isPeriodic(to *Timeout) bool {
-	_, ok := to.task.(*periodicTask)
-	return ok
-}
-
-// Timeout states. A timeout's state word holds its phase, flags and a
-// generation count, and changes only by CompareAndSwap (or an atomic And of
-// the worker's own flag), so that exactly one of Cancel, expiry and Stop wins
-// and a Reset is never lost.
+// Timeout states. A timeout's state word holds its phase and flags, and
+// changes only by CompareAndSwap (or an atomic And of the worker's own
+// flags), so that exactly one of Cancel, expiry and Stop wins and a Reset is
+// never lost.
 //
 // The phase moves once, from stInit (pending) to stCancelled or to
 // stExpired. A periodic timeout stays stInit until it is cancelled.
 //
 // The flags:
 //   - stLinked: the timeout is in a bucket of the wheel, so a Cancel (or a
-//     Reset to an earlier deadline) must tell the worker through the
-//     changes queue. Set by the worker when it links the timeout; cleared
-//     when it hands out a periodic run.
+//     Reset to a deadline before its checkTick) must tell the worker through
+//     the changes queue. Set by the worker when it links the timeout;
+//     cleared when it hands out a periodic run.
 //   - stQueued: the timeout is in the changes queue, or is about to be
 //     pushed there by the Cancel or Reset that set the flag. Only that call
 //     pushes it, so the timeout is in the queue at most once. The worker
 //     clears it when it pops the timeout.
-//   - stBusy: a Reset is writing the deadline. The worker does not expire a
-//     timeout while the flag is set; a second Reset waits for the first.
-//   - stRunning: a periodic run has been handed out and has not yet come
-//     back to the worker (through the queue of new timeouts). Reset returns
-//     false meanwhile.
+//   - stBusy: a Reset is writing the deadline, or the worker is deciding
+//     whether a timeout that was reset is due. Whoever finds it set waits
+//     for the other; a Cancel goes ahead and leaves it for its owner to
+//     clear.
+//   - stReset: a Reset has set the deadline at least once. Until then only
+//     the worker writes the deadline, so it expires the timeout with one
+//     CompareAndSwap of the state it read with the deadline; after, it takes
+//     stBusy first, so that no Reset can write between its read of the
+//     deadline and the expiry. (A generation count in the state word would
+//     do the same with one CompareAndSwap, but could come round again.)
+//   - stRunning: a periodic run has been handed out and has not returned.
+//     Reset returns false meanwhile, and the goroutine that runs it (or the
+//     worker) alone writes the deadline.
+//   - stReturning: a periodic run has returned, and the timeout waits in a
+//     queue of new timeouts for the worker to take it off its list of runs
+//     and link it for the next run. It is pending and idle: Reset moves it.
 //   - stWithdrawn: set with stCancelled by a NewTimeout that lost a race
 //     with Stop and took its timeout back (see scheduleTimeout). Its caller
 //     got an error, never the timeout, so the worker neither counts it as
 //     cancelled nor calls Cancelled.
-//
-// Each successful Reset adds genInc, so that a worker that read the old
-// deadline cannot expire the timeout with a CompareAndSwap of the old state.
 const (
 	stInit      int32 = 0
 	stCancelled int32 = 1
@@ -109,10 +92,10 @@ const (
 	stLinked    int32 = 1 << 2
 	stQueued    int32 = 1 << 3
 	stBusy      int32 = 1 << 4
-	stRunning   int32 = 1 << 5
-	stWithdrawn int32 = 1 << 6
-
-	genInc int32 = 1 << 8
+	stReset     int32 = 1 << 5
+	stRunning   int32 = 1 << 6
+	stReturning int32 = 1 << 7
+	stWithdrawn int32 = 1 << 8
 )
 
 // Timeout is the handle of a task scheduled on a Timer. Its methods are safe
@@ -141,20 +124,24 @@ type Timeout struct {
 	bucketNext, bucketPrev *Timeout
 
 	// deadline is when the task is due, in nanoseconds since the timer
-	// started. Written before the timeout is published; later only by Reset
-	// while it holds stBusy, and by the worker for the next period of a
-	// periodic timeout while stRunning keeps Reset out. Read with
-	// atomic.LoadInt64 by any goroutine.
+	// started. Written before the timeout is published; later by Reset
+	// while it holds stBusy, and, for a periodic timeout while stRunning
+	// keeps Reset out, by the worker and by the goroutine that runs it.
+	// Read with atomic.LoadInt64 by any goroutine.
 	deadline int64
 
-	// state holds the phase, the flags and the generation. Any goroutine
-	// may read it; it changes as the constants above say.
+	// state holds the phase and the flags. Any goroutine may read it; it
+	// changes as the constants above say.
 	state atomic.Int32
 
-	// bucketIndex is the index of the timeout's bucket in the wheel, or -1
-	// once the worker has taken it out of the wheel. Worker only;
-	// meaningful once stLinked has been set.
-	bucketIndex int32
+	// checkTick holds the low 32 bits of the tick at which, at the latest,
+	// the worker looks at the linked timeout again: that of its deadline
+	// when the worker placed it, or the tick it stood at if that deadline
+	// had passed. Its bucket is checkTick & mask. A Reset to an earlier
+	// deadline in that tick or later needs nothing from the worker. Written
+	// by the worker (atomically: Reset reads it) each time it places the
+	// timeout; meaningful while stLinked is set.
+	checkTick atomic.Uint32
 }
 
 // Timer returns the Timer that created the timeout.
@@ -169,8 +156,11 @@ func (to *Timeout) Task() TimerTask {
 	return to.task
 }
 
-// Deadline returns when the timeout is due, on the timer's clock: for a
-// periodic timeout, when its next run is due. The task never runs before it.
+// Deadline returns when the timeout is due, on the timer's clock. The task
+// never runs before it. For a periodic timeout it is when the run in progress
+// was due while a run is handed out or running (so a task may measure its own
+// lateness with time.Since(timeout.Deadline())), and when the next run is due
+// otherwise.
 // Delays of zero or less are due when scheduled; a delay too large to
 // represent saturates, and the timeout never comes due.
 func (to *Timeout) Deadline() time.Time {
@@ -242,16 +232,17 @@ func (to *Timeout) cancel(flags int32) bool {
 // Reset returns false and changes nothing if the timeout has expired, is
 // cancelled, or is being run: for a one-shot timeout, schedule a new one if
 // the task should run again. A periodic timeout is being run from when its
-// run is handed out until the worker takes it back after the run (including
-// inside its own task); it stays pending and its next run is due a period
-// after the last one, so Reset it again after the run if that matters.
-// Reset also returns false on a Timer used with another clock than it
-// started on (see NewTimer).
+// run is handed out until the run returns (so Reset from inside its own task
+// returns false); it is pending all along, and once the run has returned
+// Reset moves its next run. Reset also returns false on a Timer used with
+// another clock than it started on (see NewTimer).
 //
-// Reset allocates nothing. Moving a deadline later costs a clock read and
-// two compare-and-swaps: the worker moves the timeout to its new bucket when
-// it next visits the old one. Moving it earlier also hands the timeout to the
-// worker, and wakes it if it sleeps.
+// Reset allocates nothing and costs a clock read and two compare-and-swaps.
+// The worker moves the timeout to its new bucket when it next looks at it,
+// at the latest when its old deadline was due. Only a deadline earlier than
+// the tick at which the worker will look at the timeout again (an earlier
+// deadline than any it had since the worker last placed it, in practice)
+// also hands the timeout to the worker, and wakes the worker if it sleeps.
 func (to *Timeout) Reset(delay time.Duration) bool {
 	t := to.timer
 	if t == nil {
@@ -259,7 +250,7 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 	}
 	now := t.elapsed()
 	if now < 0 {
-		return false // wrong clock: see errClockMismatch
+		return false // wrong clock: see ErrClockMismatch
 	}
 	// Take stBusy, so that the worker cannot expire the timeout on the old
 	// deadline once the new one is written.
@@ -269,21 +260,30 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 			return false
 		}
 		if s&stBusy != 0 {
-			runtime.Gosched() // another Reset of this timeout is writing
+			runtime.Gosched() // another Reset, or the worker, holds it
 			continue
 		}
-		if to.state.CompareAndSwap(s, s|stBusy) {
+		if to.state.CompareAndSwap(s, s|stBusy|stReset) {
 			break
 		}
 	}
 	old := atomic.LoadInt64(&to.deadline)
 	deadline := addDelay(now, delay)
 	atomic.StoreInt64(&to.deadline, deadline)
+	// Read checkTick after the deadline is written, as the worker writes
+	// checkTick before it reads the deadline again (see Timer.place):
+	// either it sees the new deadline, or this sees its checkTick.
+	early := deadline < old && t.beforeCheck(to, old, deadline)
+	if t.owned && t.advancing.Load() {
+		// During Advance (from one of its tasks, say): what is re-armed
+		// now runs at the next call, so the owner takes it in then.
+		early = true
+	}
 	for {
 		s := to.state.Load()
-		// A Cancel may have come meanwhile; it keeps stBusy for us to clear.
-		push := deadline < old && s&phaseMask == stInit && s&stLinked != 0 && s&stQueued == 0
-		ns := (s &^ stBusy) + genInc
+		// A Cancel may have come meanwhile; it leaves stBusy for us.
+		push := early && s&phaseMask == stInit && s&stLinked != 0 && s&stQueued == 0
+		ns := s &^ stBusy
 		if push {
 			ns |= stQueued
 		}
@@ -295,6 +295,28 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 			return true
 		}
 	}
+}
+
+// beforeCheck reports whether deadline, which replaces old on a timeout in a
+// bucket, falls in a tick before the one at which the worker looks at the
+// timeout at the latest (its checkTick), so that the worker must be told.
+//
+// checkTick keeps that tick's low 32 bits. The tick is at most old's tick:
+// the worker placed the timeout at the tick of the deadline it then had,
+// and every deadline since was later, or Reset found it no earlier than the
+// check tick. Only if that deadline had passed did the worker place it at
+// the tick it stood at, which is at most the clock's tick and so at most
+// deadline's. So the latest tick up to old's with those low bits is never
+// earlier than the true check tick, or the true one is no later than
+// deadline's tick anyway: a deadline at or after it needs nothing from the
+// worker. At worst, with deadlines 2^32 ticks apart, Reset tells the worker
+// without need.
+func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
+	oldTick := old / t.tickDuration
+	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())
+	// deadline/tickDuration < check, without a second division; check is
+	// at most oldTick, so the product does not overflow.
+	return check > 0 && deadline < check*t.tickDuration
 }
 
 // markCancelled moves the timeout from pending to cancelled for Stop and

@@ -2,6 +2,7 @@ package hashedwheel_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -93,13 +94,13 @@ func TestPanickingLoggerDoesNotKillTheWorker(t *testing.T) {
 func TestZeroTimerFailsWithAClearError(t *testing.T) {
 	var tm hashedwheel.Timer
 	_, err := tm.AfterFunc(time.Second, func() {})
-	require.Error(t, err)
+	require.ErrorIs(t, err, hashedwheel.ErrNotCreated)
 	assert.Contains(t, err.Error(), "NewTimer")
 	_, err = tm.NewTimeout(hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {}), time.Second)
-	assert.ErrorContains(t, err, "NewTimer")
+	assert.ErrorIs(t, err, hashedwheel.ErrNotCreated)
 	_, err = tm.Every(time.Second, func() {})
-	assert.ErrorContains(t, err, "NewTimer")
-	assert.ErrorContains(t, tm.Start(), "NewTimer")
+	assert.ErrorIs(t, err, hashedwheel.ErrNotCreated)
+	assert.ErrorIs(t, tm.Start(), hashedwheel.ErrNotCreated)
 	assert.Nil(t, tm.Stop())
 	assert.Zero(t, tm.PendingTimeouts())
 	assert.Zero(t, tm.Stats())
@@ -125,8 +126,29 @@ func TestTimerStartedOutsideABubbleFailsInside(t *testing.T) {
 	require.NoError(t, tm.Start())
 	synctest.Test(t, func(t *testing.T) {
 		_, err := tm.AfterFunc(time.Hour, func() {})
-		require.Error(t, err)
+		require.ErrorIs(t, err, hashedwheel.ErrClockMismatch)
 		assert.Contains(t, err.Error(), "synctest")
+	})
+}
+
+func TestTimerStartedInABubbleFailsOutside(t *testing.T) {
+	// A goroutine outside the bubble uses a Timer and a Timeout of the
+	// bubble: its deadlines would be decades off.
+	outside := make(chan *hashedwheel.Timeout)
+	results := make(chan error)
+	go func() {
+		to := <-outside
+		_, err := to.Timer().AfterFunc(time.Hour, func() {})
+		if to.Reset(time.Second) {
+			err = errors.New("Reset from outside the bubble returned true")
+		}
+		results <- err
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t)
+		outside <- mustSchedule(t, tm, time.Hour, func() {})
+		assert.ErrorIs(t, <-results, hashedwheel.ErrClockMismatch, "a Timer of a bubble used outside it")
+		assert.Equal(t, int64(1), tm.PendingTimeouts())
 	})
 }
 
@@ -134,8 +156,8 @@ func TestTimerCreatedOutsideABubbleFailsToStartInside(t *testing.T) {
 	tm := newTimer(t)
 	synctest.Test(t, func(t *testing.T) {
 		_, err := tm.AfterFunc(time.Hour, func() {})
-		require.Error(t, err)
+		require.ErrorIs(t, err, hashedwheel.ErrClockMismatch)
 		assert.Contains(t, err.Error(), "synctest")
-		assert.ErrorContains(t, tm.Start(), "synctest")
+		assert.ErrorIs(t, tm.Start(), hashedwheel.ErrClockMismatch)
 	})
 }

@@ -263,9 +263,9 @@ func stalledReset(t *testing.T, to *Timeout) (finish func()) {
 	s := to.state.Load()
 	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&stBusy == 0 && s&phaseMask == stInit,
 		"want a linked, unqueued, pending timeout; state %#x", s)
-	require.True(t, to.state.CompareAndSwap(s, s|stBusy))
+	require.True(t, to.state.CompareAndSwap(s, s|stBusy|stReset))
 	atomic.StoreInt64(&to.deadline, to.timer.elapsed())
-	require.True(t, to.state.CompareAndSwap(s|stBusy, (s+genInc)|stQueued))
+	require.True(t, to.state.CompareAndSwap(s|stBusy|stReset, s|stReset|stQueued))
 	return func() {
 		to.timer.changes.push(to)
 		to.timer.wakeWorker()

@@ -1,0 +1,493 @@
+package hashedwheel_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// These tests hold guarantees 18-20: a Timer made WithoutWorker, driven by
+// its owner with Advance and NextDeadline. They run on the fake clock with
+// the 10ms tick of the other job tests: a deadline D, since the timer was
+// made, runs at the first Advance at or after the end of its tick,
+// runEnd(D).
+
+// ownedTimer returns a Timer made WithoutWorker with a 10ms tick and a small
+// wheel, and the time it was made.
+func ownedTimer(t *testing.T, opts ...hashedwheel.Option) (*hashedwheel.Timer, time.Time) {
+	t.Helper()
+	opts = append([]hashedwheel.Option{hashedwheel.WithoutWorker(),
+		hashedwheel.WithTickDuration(jobTick), hashedwheel.WithTicksPerWheel(8)}, opts...)
+	return newTimer(t, opts...), time.Now()
+}
+
+// advance calls Advance(time.Now()) and fails the test on error.
+func advance(t *testing.T, tm *hashedwheel.Timer) int {
+	t.Helper()
+	n, err := tm.Advance(time.Now())
+	require.NoError(t, err)
+	return n
+}
+
+func TestGuarantee18WithoutWorkerStartsNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		before := runtime.NumGoroutine()
+		tm, _ := ownedTimer(t)
+		require.NoError(t, tm.Start(), "Start does nothing and returns nil")
+		mustSchedule(t, tm, time.Millisecond, func() {})
+		_, err := tm.Every(time.Millisecond, func() {})
+		require.NoError(t, err)
+		ctx, cancel := tm.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		<-time.After(time.Second)
+		assert.Equal(t, before, runtime.NumGoroutine(), "goroutines after scheduling")
+		assert.NoError(t, ctx.Err(), "nothing runs without Advance")
+		assert.Zero(t, tm.Stats().Expired)
+	})
+}
+
+func TestGuarantee18AdvanceRunsWhatIsDueOnItsGoroutineTickByTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := ownedTimer(t)
+		var owner sync.Mutex // held by the test goroutine: a task that took it would deadlock
+		owner.Lock()
+		defer owner.Unlock()
+		var order []time.Duration
+		delays := []time.Duration{95, 5, 42, 5, 17, 300, 0, 64, 1000}
+		for _, d := range delays {
+			d *= time.Millisecond
+			mustSchedule(t, tm, d, func() {
+				if owner.TryLock() {
+					t.Error("a task ran off the goroutine that called Advance")
+				}
+				order = append(order, d)
+			})
+		}
+		time.Sleep(99 * time.Millisecond)
+		// Due by now: the ticks that ended by 99ms, those of deadlines
+		// before 90ms.
+		assert.Equal(t, 6, advance(t, tm))
+		assert.ElementsMatch(t, []time.Duration{0, 5 * time.Millisecond, 5 * time.Millisecond,
+			17 * time.Millisecond, 42 * time.Millisecond, 64 * time.Millisecond}, order)
+		assert.Equal(t, []time.Duration{0, 0, 0, 1, 4, 6}, ticksOf(order), "ran tick by tick")
+		assert.Equal(t, 0, advance(t, tm), "nothing more is due at the same instant")
+
+		time.Sleep(time.Hour)
+		assert.Equal(t, 3, advance(t, tm))
+		assert.Equal(t, []time.Duration{95 * time.Millisecond, 300 * time.Millisecond, 1000 * time.Millisecond}, order[6:])
+		assert.Equal(t, uint64(9), tm.Stats().Expired)
+	})
+}
+
+// ticksOf returns the 10ms ticks of deadlines.
+func ticksOf(deadlines []time.Duration) []time.Duration {
+	ticks := make([]time.Duration, len(deadlines))
+	for i, d := range deadlines {
+		ticks[i] = d / jobTick
+	}
+	return ticks
+}
+
+func TestGuarantee18AdvanceIsNeverEarlyAndRunsEachOnce(t *testing.T) {
+	// A random schedule, advanced at random times: every timeout runs
+	// exactly once, at the first Advance at or after the end of its tick.
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := ownedTimer(t)
+		rng := rand.New(rand.NewPCG(3, 4))
+		type rec struct {
+			deadline time.Duration
+			ran      []time.Duration
+		}
+		recs := make([]*rec, 500)
+		for i := range recs {
+			r := &rec{deadline: time.Duration(rng.Int64N(int64(2 * time.Second)))}
+			recs[i] = r
+			mustSchedule(t, tm, r.deadline, func() { r.ran = append(r.ran, time.Since(start)) })
+		}
+		var calls []time.Duration
+		for time.Since(start) < 3*time.Second {
+			time.Sleep(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+			advance(t, tm)
+			calls = append(calls, time.Since(start))
+		}
+		for i, r := range recs {
+			require.Len(t, r.ran, 1, "timeout %d (deadline %v)", i, r.deadline)
+			// The first call at or after the end of its tick.
+			want := calls[slices.IndexFunc(calls, func(c time.Duration) bool { return c >= runEnd(r.deadline) })]
+			assert.Equal(t, want, r.ran[0], "timeout %d (deadline %v)", i, r.deadline)
+		}
+	})
+}
+
+func TestGuarantee18AdvanceCatchesUpAnHourInTimeThatGrowsWithWhatIsDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(time.Millisecond))
+		var ran atomic.Int64
+		for i := range 100 {
+			mustSchedule(t, tm, time.Duration(i)*37*time.Second, func() { ran.Add(1) })
+		}
+		_, err := tm.Every(10*time.Minute, func() { ran.Add(1) })
+		require.NoError(t, err)
+		time.Sleep(time.Hour)
+		assert.Equal(t, 98+1, advance(t, tm), "the one-shots due by then (0 to 97*37s) and the latest periodic run")
+		assert.Equal(t, int64(99), ran.Load())
+		assert.Less(t, tm.Stats().Ticks, uint64(200), "ticks processed for an hour of 1ms ticks")
+	})
+}
+
+func TestGuarantee18ALaterNowRunsEarlyAnEarlierOneCountsAsTheLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := ownedTimer(t)
+		to := mustSchedule(t, tm, 55*time.Millisecond, func() {})
+		n, err := tm.Advance(start.Add(60 * time.Millisecond))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "a now 60ms ahead of the clock runs what is due by then")
+		assert.True(t, to.IsExpired())
+
+		next := mustSchedule(t, tm, 65*time.Millisecond, func() {}) // in the tick that ends at 70ms
+		n, err = tm.Advance(start)                                  // earlier than the last call's now: counts as that
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		assert.False(t, next.IsExpired())
+		n, err = tm.Advance(start.Add(70 * time.Millisecond))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		assert.True(t, next.IsExpired())
+	})
+}
+
+func TestGuarantee18WhatATaskSchedulesOrReArmsRunsAtALaterCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := ownedTimer(t)
+		var ran []string
+		other := mustSchedule(t, tm, time.Hour, func() { ran = append(ran, "re-armed") })
+		mustSchedule(t, tm, 0, func() {
+			ran = append(ran, "first")
+			mustSchedule(t, tm, 0, func() { ran = append(ran, "scheduled by a task") })
+			require.True(t, other.Reset(0))
+		})
+		periodic, err := tm.Every(10*time.Millisecond, func() { ran = append(ran, "periodic") })
+		require.NoError(t, err)
+		// A now far ahead, so that what tasks schedule is due by it.
+		n, err := tm.Advance(start.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"first", "periodic"}, ran, "one call runs what was scheduled before it, once")
+		assert.Equal(t, 2, n)
+		// The owner stands in the tick that ends at 1.01s: what arrives now,
+		// due long ago, runs when that tick has ended.
+		n, err = tm.Advance(start.Add(2 * time.Second))
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{"first", "periodic", "scheduled by a task", "re-armed", "periodic"}, ran)
+		assert.Equal(t, 3, n)
+		periodic.Cancel()
+	})
+}
+
+func TestGuarantee18AdvanceHandsTasksToTheExecutorAndRefusesAPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var handed atomic.Int32
+		tm, _ := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) {
+			handed.Add(1)
+			task()
+		}))
+		var ran atomic.Int32
+		mustSchedule(t, tm, 0, func() { ran.Add(1) })
+		time.Sleep(10 * time.Millisecond)
+		assert.Equal(t, 1, advance(t, tm))
+		assert.Equal(t, int32(1), handed.Load())
+		assert.Equal(t, int32(1), ran.Load())
+	})
+	_, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTaskWorkers(2))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WithTaskWorkers")
+	assert.Contains(t, err.Error(), "WithoutWorker")
+}
+
+func TestGuarantee19NextDeadlineIsNeverLaterThanTheNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := ownedTimer(t)
+		_, ok := tm.NextDeadline()
+		assert.False(t, ok, "nothing pending")
+
+		// Scheduled from another goroutine before the call.
+		done := make(chan struct{})
+		go func() {
+			mustSchedule(t, tm, 25*time.Millisecond, func() {})
+			close(done)
+		}()
+		<-done
+		at, ok := tm.NextDeadline()
+		require.True(t, ok)
+		assert.Equal(t, start.Add(30*time.Millisecond), at, "the end of the deadline's tick")
+
+		// The owner sleeps until then and runs it.
+		time.Sleep(time.Until(at) - time.Nanosecond)
+		assert.Zero(t, advance(t, tm), "a nanosecond before NextDeadline nothing is due")
+		time.Sleep(time.Nanosecond)
+		assert.Equal(t, 1, advance(t, tm))
+		_, ok = tm.NextDeadline()
+		assert.False(t, ok)
+
+		// An earlier timeout and a Reset to an earlier deadline lower it.
+		far := mustSchedule(t, tm, time.Hour, func() {})
+		at, _ = tm.NextDeadline()
+		assert.Equal(t, start.Add(30*time.Millisecond+time.Hour+10*time.Millisecond), at)
+		require.True(t, far.Reset(time.Second))
+		at, _ = tm.NextDeadline()
+		assert.Equal(t, start.Add(30*time.Millisecond+time.Second+10*time.Millisecond), at)
+		require.True(t, far.Cancel())
+		_, ok = tm.NextDeadline()
+		assert.False(t, ok, "a cancelled timeout is not pending")
+
+		mustSchedule(t, tm, time.Minute, func() {})
+		allocs := testing.AllocsPerRun(100, func() { tm.NextDeadline() })
+		assert.Zero(t, allocs, "NextDeadline allocates")
+	})
+}
+
+func TestGuarantee19OneOwnerAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := ownedTimer(t)
+		var innerErr error
+		var innerNext bool
+		mustSchedule(t, tm, 0, func() {
+			_, innerErr = tm.Advance(time.Now())
+			_, innerNext = tm.NextDeadline()
+		})
+		mustSchedule(t, tm, time.Hour, func() {})
+		time.Sleep(10 * time.Millisecond)
+		assert.Equal(t, 1, advance(t, tm))
+		assert.ErrorIs(t, innerErr, hashedwheel.ErrConcurrentAdvance, "Advance from inside Advance")
+		assert.False(t, innerNext, "NextDeadline from inside Advance")
+		assert.Equal(t, int64(1), tm.PendingTimeouts(), "the overlapping calls changed nothing")
+
+		assert.Len(t, tm.Stop(), 1, "Stop returns the pending timeout")
+		_, err := tm.Advance(time.Now())
+		assert.ErrorIs(t, err, hashedwheel.ErrTimerStopped)
+		_, ok := tm.NextDeadline()
+		assert.False(t, ok)
+	})
+	withWorker := newTimer(t)
+	_, err := withWorker.Advance(time.Now())
+	assert.ErrorIs(t, err, hashedwheel.ErrHasWorker)
+	_, ok := withWorker.NextDeadline()
+	assert.False(t, ok)
+}
+
+func TestGuarantee20AnyGoroutineMayResetCancelAndStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := ownedTimer(t)
+		var ran []string
+		cancelled := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 1)}
+		a := mustSchedule(t, tm, 30*time.Millisecond, func() { ran = append(ran, "a") })
+		b := mustSchedule(t, tm, 30*time.Millisecond, func() { ran = append(ran, "b") })
+		c, err := tm.NewTimeout(cancelled, 30*time.Millisecond)
+		require.NoError(t, err)
+		d := mustSchedule(t, tm, time.Hour, func() { ran = append(ran, "d") })
+		advance(t, tm)
+		other := make(chan struct{})
+		go func() {
+			defer close(other)
+			assert.True(t, a.Reset(100*time.Millisecond))
+			assert.True(t, b.Cancel())
+			assert.True(t, c.Cancel())
+		}()
+		<-other
+		time.Sleep(50 * time.Millisecond)
+		assert.Equal(t, 0, advance(t, tm), "a moved, b and c cancelled")
+		select {
+		case got := <-cancelled.cancelled:
+			assert.Same(t, c, got, "Cancelled runs inside the Advance that takes the cancel in")
+		default:
+			t.Error("no Cancelled call during Advance")
+		}
+		time.Sleep(60 * time.Millisecond)
+		assert.Equal(t, 1, advance(t, tm))
+		assert.Equal(t, []string{"a"}, ran)
+		assert.Equal(t, 110*time.Millisecond, time.Since(start))
+
+		stopped := make(chan []*hashedwheel.Timeout)
+		go func() { stopped <- tm.Stop() }()
+		assert.Equal(t, []*hashedwheel.Timeout{d}, <-stopped, "Stop from another goroutine returns the pending timeouts")
+		assert.True(t, d.IsCancelled())
+	})
+}
+
+func TestGuarantee20StopFromATaskCancelsTheRestAsAdvanceReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := ownedTimer(t)
+		var fromTask []*hashedwheel.Timeout
+		var ranAfter atomic.Bool
+		mustSchedule(t, tm, 0, func() { fromTask = tm.Stop() })
+		later := mustSchedule(t, tm, 15*time.Millisecond, func() { ranAfter.Store(true) })
+		pending := mustSchedule(t, tm, time.Hour, func() {})
+		time.Sleep(30 * time.Millisecond)
+		n, err := tm.Advance(time.Now())
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		assert.Nil(t, fromTask, "Stop from a task returns nil")
+		assert.False(t, ranAfter.Load(), "nothing runs after Stop")
+		assert.True(t, later.IsCancelled())
+		assert.True(t, pending.IsCancelled())
+		assert.Zero(t, tm.PendingTimeouts())
+		assert.Nil(t, tm.Stop(), "a later Stop returns nothing")
+	})
+}
+
+func TestGuarantee20ContextIsDoneDuringTheAdvanceThatExpiresIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := ownedTimer(t)
+		ctx, cancel := tm.WithTimeout(context.Background(), 25*time.Millisecond)
+		defer cancel()
+		var doneInTask bool
+		// In the next tick: the order within a tick is not promised.
+		mustSchedule(t, tm, 35*time.Millisecond, func() { doneInTask = ctx.Err() != nil })
+		time.Sleep(time.Second)
+		assert.NoError(t, ctx.Err(), "no Advance, no deadline")
+		advance(t, tm)
+		assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+		assert.True(t, doneInTask, "the context is done when a later task in the same Advance runs")
+		deadline, _ := ctx.Deadline()
+		assert.Equal(t, start.Add(25*time.Millisecond), deadline)
+
+		// Stop keeps a pending context's deadline on the runtime's timers.
+		ctx2, cancel2 := tm.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		tm.Stop()
+		<-ctx2.Done()
+		assert.True(t, errors.Is(ctx2.Err(), context.DeadlineExceeded))
+	})
+}
+
+func TestGuarantee20StatsCountAdvanceWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := ownedTimer(t)
+		mustSchedule(t, tm, 0, func() {})
+		mustSchedule(t, tm, time.Hour, func() {}).Cancel()
+		time.Sleep(10 * time.Millisecond)
+		advance(t, tm)
+		s := tm.Stats()
+		assert.Equal(t, uint64(1), s.Expired)
+		assert.Equal(t, uint64(1), s.Cancelled)
+		assert.Equal(t, uint64(1), s.Ticks)
+		assert.Zero(t, s.Pending)
+	})
+}
+
+// BenchmarkAdvance measures the owner's calls when nothing is due, with 1e4
+// timeouts pending an hour away: Advance with the owner's reading of the
+// clock, and NextDeadline, as an event loop makes them at each turn.
+func BenchmarkAdvance(b *testing.B) {
+	tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(benchTick))
+	require.NoError(b, err)
+	defer tm.Stop()
+	for i := range 10_000 {
+		_, err := tm.NewTimeout(nopTask, time.Hour+time.Duration(i)*time.Millisecond)
+		require.NoError(b, err)
+	}
+	_, err = tm.Advance(time.Now())
+	require.NoError(b, err)
+	b.Run("Advance/nothing-due", func(b *testing.B) {
+		b.ReportAllocs()
+		now := time.Now()
+		for b.Loop() {
+			if n, err := tm.Advance(now); n != 0 || err != nil {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("NextDeadline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := tm.NextDeadline(); !ok {
+				b.Fatal("nothing pending")
+			}
+		}
+	})
+}
+
+// BenchmarkOwnedScheduleCancel is BenchmarkScheduleCancel's single goroutine
+// case for a Timer with a worker and one made WithoutWorker, whose owner
+// calls Advance every 1024 operations, as an event loop between two polls.
+// cpu-ns/op is the process's CPU, the worker's included.
+func BenchmarkOwnedScheduleCancel(b *testing.B) {
+	b.Run("hashedwheel", func(b *testing.B) {
+		tm := newBenchTimer(b, benchTick)
+		defer tm.Stop()
+		benchOps(b, tm, 1, newTimeoutCancel(tm))
+	})
+	b.Run("hashedwheel.WithoutWorker", func(b *testing.B) {
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(benchTick),
+			hashedwheel.WithTicksPerWheel(benchTicksPerWheel))
+		require.NoError(b, err)
+		defer tm.Stop()
+		op := newTimeoutCancel(tm)
+		calls := 0
+		benchOps(b, nil, 1, func() error {
+			if calls++; calls%1024 == 0 {
+				if _, err := tm.Advance(time.Now()); err != nil {
+					return err
+				}
+			}
+			return op()
+		})
+	})
+}
+
+// BenchmarkOwnedReset is BenchmarkReset's mixed case at 1e5 live timeouts
+// for a Timer with a worker and one made WithoutWorker, whose owner calls
+// Advance every 1024 resets.
+func BenchmarkOwnedReset(b *testing.B) {
+	for _, owned := range []bool{false, true} {
+		name := "hashedwheel"
+		opts := []hashedwheel.Option{hashedwheel.WithTickDuration(benchTick), hashedwheel.WithTicksPerWheel(benchTicksPerWheel)}
+		if owned {
+			name += ".WithoutWorker"
+			opts = append(opts, hashedwheel.WithoutWorker())
+		}
+		b.Run(name, func(b *testing.B) {
+			tm, err := hashedwheel.NewTimer(opts...)
+			require.NoError(b, err)
+			defer tm.Stop()
+			handles := make([]*hashedwheel.Timeout, 100_000)
+			for i := range handles {
+				handles[i], err = tm.NewTimeout(nopTask, resetInitial+farDelay(i, len(handles))-time.Hour)
+				require.NoError(b, err)
+			}
+			if owned {
+				_, err = tm.Advance(time.Now())
+				require.NoError(b, err)
+			} else {
+				drain(b, tm, len(handles), time.Second)
+			}
+			var next, calls int
+			benchResets(b, nil, func(n int) {
+				for range n {
+					if !handles[next].Reset(resetMixedDelay(b, calls)) {
+						b.Fatalf("Reset of live timeout %d returned false", next)
+					}
+					if next++; next == len(handles) {
+						next = 0
+					}
+					if calls++; owned && calls%1024 == 0 {
+						if _, err := tm.Advance(time.Now()); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,35 @@
+package hashedwheel
+
+import "errors"
+
+// ErrTimerStopped is returned by Start, NewTimeout and AfterFunc after the
+// timer was stopped.
+var ErrTimerStopped = errors.New("hashedwheel: timer stopped")
+
+// ErrTooManyPendingTimeouts is returned, wrapped with the counts, by
+// NewTimeout and AfterFunc when the timer already holds its
+// WithMaxPendingTimeouts limit.
+var ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
+
+// ErrNilTask is returned by NewTimeout and NewPeriodicTimeout with a nil task
+// and by AfterFunc and Every with a nil function.
+var ErrNilTask = errors.New("hashedwheel: nil task")
+
+// ErrInvalidPeriod is returned, wrapped with the period, by NewPeriodicTimeout
+// and Every when the period is not positive.
+var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
+
+// ErrNotCreated is returned by Start, NewTimeout, AfterFunc,
+// NewPeriodicTimeout and Every on a Timer that NewTimer did not make, such as
+// the zero value.
+var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
+	"use hashedwheel.NewTimer, not a zero Timer value")
+
+// ErrClockMismatch is returned by Start, NewTimeout, AfterFunc,
+// NewPeriodicTimeout and Every when a Timer is used with another clock than
+// the one it was created or started on: a testing/synctest bubble's fake
+// clock and the real one. Its deadlines would be decades off. Create, start,
+// use and stop a Timer inside the one bubble that uses it, or outside any.
+var ErrClockMismatch = errors.New("hashedwheel: Timer used with another clock than it was " +
+	"created or started on (a testing/synctest bubble and outside it); " +
+	"create, start and use a Timer inside the one bubble that uses it")

@@ -1,0 +1,108 @@
+// Command actor shows a goroutine that owns its sessions and their idle
+// deadlines with no mutex: a hashedwheel.Timer made WithoutWorker runs the
+// deadlines on the actor's own goroutine, inside Timer.Advance.
+//
+// The actor takes messages from its inbox; each one re-arms its session's
+// idle deadline with Timeout.Reset. Between two messages it sleeps until
+// Timer.NextDeadline, then calls Advance, which closes the sessions idle for
+// longer than the limit. Three clients talk for two seconds; one goes quiet
+// after half a second and is closed.
+//
+//	go run ./examples/actor
+package main
+
+import (
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// actor owns the sessions: only its goroutine reads or writes them.
+type actor struct {
+	wheel    *hashedwheel.Timer
+	idle     time.Duration
+	sessions map[string]*hashedwheel.Timeout // each session's idle deadline
+	closed   func(name string)               // called on the actor's goroutine
+}
+
+func newActor(idle time.Duration, closed func(name string)) (*actor, error) {
+	wheel, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(),
+		hashedwheel.WithTickDuration(10*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	return &actor{wheel: wheel, idle: idle, sessions: map[string]*hashedwheel.Timeout{}, closed: closed}, nil
+}
+
+// message re-arms the session's idle deadline, or opens the session.
+func (a *actor) message(name string) error {
+	if to, ok := a.sessions[name]; ok && to.Reset(a.idle) {
+		return nil
+	}
+	to, err := a.wheel.AfterFunc(a.idle, func() {
+		delete(a.sessions, name) // on the actor's goroutine, inside Advance
+		a.closed(name)
+	})
+	a.sessions[name] = to
+	return err
+}
+
+// run serves the inbox until it is closed, then stops the wheel.
+func (a *actor) run(inbox <-chan string) error {
+	defer a.wheel.Stop()
+	sleep := time.NewTimer(time.Hour)
+	defer sleep.Stop()
+	for {
+		sleep.Stop()
+		if at, ok := a.wheel.NextDeadline(); ok {
+			sleep.Reset(time.Until(at))
+		}
+		select {
+		case name, ok := <-inbox:
+			if !ok {
+				return nil
+			}
+			if err := a.message(name); err != nil {
+				return err
+			}
+		case <-sleep.C:
+		}
+		if _, err := a.wheel.Advance(time.Now()); err != nil {
+			return err
+		}
+	}
+}
+
+// talk sends a message for name every 100ms until quiet has passed.
+func talk(inbox chan<- string, name string, quiet time.Duration) {
+	for end := time.Now().Add(quiet); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		inbox <- name
+	}
+}
+
+func main() {
+	start := time.Now()
+	a, err := newActor(300*time.Millisecond, func(name string) {
+		fmt.Printf("%-6s closed after %v idle, at %v\n", name, 300*time.Millisecond,
+			time.Since(start).Round(10*time.Millisecond))
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	inbox := make(chan string)
+	var clients sync.WaitGroup
+	for name, quiet := range map[string]time.Duration{"quiet": 500 * time.Millisecond, "alice": 2 * time.Second, "bob": 2 * time.Second} {
+		clients.Go(func() { talk(inbox, name, quiet) })
+	}
+	go func() {
+		clients.Wait()
+		close(inbox)
+	}()
+	if err := a.run(inbox); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("sessions open at the end:", len(a.sessions))
+}

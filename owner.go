@@ -1,0 +1,216 @@
+package hashedwheel
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// ErrHasWorker is returned by Advance on a Timer that has a worker goroutine:
+// only a Timer made WithoutWorker is driven by its owner.
+var ErrHasWorker = errors.New("hashedwheel: Advance on a Timer with a worker; " +
+	"make the Timer with WithoutWorker to drive it yourself")
+
+// ErrConcurrentAdvance is returned by Advance when another call of Advance or
+// NextDeadline on the same Timer is in progress (from a task that Advance
+// runs, say). Advance and NextDeadline belong to one owner, which calls them
+// one at a time.
+var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another Advance or " +
+	"NextDeadline of the same Timer is in progress; they belong to one owner")
+
+// Advance runs, on the calling goroutine and before it returns, every task
+// run that is due by now on a Timer made WithoutWorker, and returns how many
+// runs it handed out. A timeout is due once the tick that holds its deadline
+// has ended, as with a worker: its task never runs before Deadline. Runs are
+// handed out tick by tick, in deadline order across ticks, each exactly once;
+// with WithTaskExecutor they go to the executor.
+//
+// now is the owner's reading of the timer's clock, usually time.Now() taken
+// at the top of its loop; a now later than the clock lets runs start early
+// by the difference, and nothing else changes. A now earlier than one given
+// before counts as that one.
+//
+// A call first takes in every timeout scheduled, reset or cancelled (from any
+// goroutine) before it began: all of them, whatever their number. What tasks
+// schedule or re-arm during the call is taken in by the next call, so one
+// call is bounded. After a long gap, a call costs time that grows with the
+// runs due and the buckets in use, not with the ticks that passed.
+//
+// Advance returns ErrHasWorker on a Timer with a worker, ErrConcurrentAdvance
+// if another Advance or NextDeadline of the Timer is in progress (it then
+// changes nothing), and ErrTimerStopped after Stop. A task may call Stop: the
+// call then hands out nothing more and cancels what is pending before it
+// returns.
+func (t *Timer) Advance(now time.Time) (int, error) {
+	if !t.owned {
+		if t.wheel == nil {
+			return 0, ErrNotCreated
+		}
+		return 0, ErrHasWorker
+	}
+	if !t.advancing.CompareAndSwap(false, true) {
+		if t.isStopped() {
+			return 0, ErrTimerStopped
+		}
+		return 0, ErrConcurrentAdvance
+	}
+	if t.isStopped() {
+		t.releaseOwner()
+		return 0, ErrTimerStopped
+	}
+	target := max(int64(now.Sub(t.startTime)), t.lastNow)
+	t.lastNow = target
+	if target < t.nextDueAt && t.nothingToTakeIn() {
+		// Nothing is due, and nothing to take in: the common case of an
+		// event loop's turn.
+		t.advancing.Store(false)
+		if t.isStopped() {
+			t.collectForStop() // a Stop that found advancing held left it to us
+		}
+		return 0, nil
+	}
+	return t.advance(target), nil
+}
+
+// advance is Advance once the caller holds advancing and the call has
+// something to do: it processes the ticks that end by target.
+func (t *Timer) advance(target int64) int {
+	before := t.counters.expired
+	walked := true
+	defer func() {
+		if !walked {
+			// A task called runtime.Goexit in the middle of a bucket's
+			// walk: mark the bucket due, so the next call walks the rest.
+			t.wheel[t.tick&t.mask].minDeadline = 0
+		}
+		t.publishStats()
+		t.releaseOwner()
+	}()
+	t.takeIn()
+	endTick := target / t.tickDuration // ticks before it have ended
+	for t.tick < endTick && !t.isStopped() {
+		// Skip to the next tick with something due, as a sleeping worker
+		// does; the ticks skipped are not counted in Stats.
+		due, park := t.nextDueTick()
+		if park {
+			t.advanceTo(endTick)
+			break
+		}
+		if due > t.tick {
+			t.advanceTo(min(due, endTick))
+			continue
+		}
+		walked = false
+		t.expireTimeouts(t.tick & t.mask)
+		walked = true
+		t.counters.ticks++
+		t.advanceTo(t.tick + 1)
+	}
+	t.updateNextDueAt()
+	return int(t.counters.expired - before)
+}
+
+// NextDeadline reports when, at the latest, the owner of a Timer made
+// WithoutWorker must call Advance again: a time never later than the first
+// at which Advance would run something (it may be earlier; then that
+// Advance runs nothing), and false if no timeout is pending. It first takes
+// in the timeouts scheduled, reset or cancelled from any goroutine before the
+// call, so an owner that sleeps until the time it returns, or until another
+// goroutine wakes it after scheduling, misses nothing. It allocates nothing
+// and does not walk the timeouts.
+//
+// NextDeadline returns false, and changes nothing, on a Timer with a worker,
+// after Stop, and while an Advance or NextDeadline of the Timer is in
+// progress.
+func (t *Timer) NextDeadline() (time.Time, bool) {
+	if !t.owned || !t.advancing.CompareAndSwap(false, true) {
+		return time.Time{}, false
+	}
+	if t.isStopped() {
+		t.releaseOwner()
+		return time.Time{}, false
+	}
+	if !t.nothingToTakeIn() {
+		t.takeIn()
+		t.updateNextDueAt()
+	}
+	at := t.nextDueAt
+	t.advancing.Store(false)
+	if t.isStopped() {
+		t.collectForStop() // a Stop that found advancing held left it to us
+	}
+	if at == math.MaxInt64 && t.PendingTimeouts() == 0 {
+		return time.Time{}, false
+	}
+	return t.startTime.Add(time.Duration(at)), true
+}
+
+// nothingToTakeIn reports whether no timeout was scheduled, returned from a
+// periodic run, cancelled in a bucket or reset before its check tick since
+// the owner last took them in. takeIn empties the consumers' lists of the
+// queues, so only what producers pushed since counts.
+func (t *Timer) nothingToTakeIn() bool {
+	for i := range t.shards {
+		if t.shards[i].timeouts.producerTop.Load() != nil {
+			return false
+		}
+	}
+	return t.changes.producerTop.Load() == nil
+}
+
+// takeIn does for an owned Timer what the worker does at the start of a
+// tick, for everything pushed so far and nothing pushed meanwhile: it
+// processes the changes queue and moves every new timeout into its bucket,
+// with no transfer cap: what arrives while it runs waits for the next call.
+func (t *Timer) takeIn() {
+	t.processChanges()
+	for i := range t.shards {
+		t.shards[i].timeouts.takeAll()
+	}
+	t.transferBudget = math.MaxInt
+	t.transferTimeoutsToBuckets()
+	t.transferBudget = maxTransfersPerTick
+}
+
+// updateNextDueAt sets nextDueAt from the wheel, looking only at the buckets
+// in use (see nextDueTick).
+func (t *Timer) updateNextDueAt() {
+	due, park := t.nextDueTick()
+	if park {
+		t.nextDueAt = math.MaxInt64
+		return
+	}
+	t.nextDueAt = t.tickEnd(due)
+}
+
+// releaseOwner lets go of advancing. If the Timer was stopped meanwhile, by
+// a task or by another goroutine whose Stop found advancing held, it cancels
+// what is pending first.
+func (t *Timer) releaseOwner() {
+	if t.isStopped() && !t.collected {
+		t.collected = true
+		t.collectUnprocessed()
+		t.publishStats()
+	}
+	t.advancing.Store(false)
+	if t.isStopped() {
+		t.collectForStop()
+	}
+}
+
+// collectForStop cancels the pending timeouts of a stopped owned Timer, if
+// nobody has, and returns them. It returns nil if another goroutine holds
+// advancing: that one collects them as it lets go.
+func (t *Timer) collectForStop() []*Timeout {
+	if !t.advancing.CompareAndSwap(false, true) {
+		return nil
+	}
+	defer t.advancing.Store(false)
+	if t.collected {
+		return nil
+	}
+	t.collected = true
+	t.collectUnprocessed()
+	t.publishStats()
+	return t.unprocessed
+}

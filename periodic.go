@@ -1,0 +1,163 @@
+package hashedwheel
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// periodicTask is a periodic timeout: its Timeout, whose task is the
+// periodicTask itself, the user's task and the period, in one allocation of
+// 96 bytes, so that scheduling costs one allocation and runs none.
+type periodicTask struct {
+	to     Timeout // first, so that &p.to and p share an address
+	task   TimerTask
+	period int64 // nanoseconds, > 0
+
+	// exec is what handing a run to a WithTaskExecutor needs; nil without
+	// one. Immutable.
+	exec *periodicExec
+}
+
+// periodicExec runs the runs of a periodic timeout through a
+// WithTaskExecutor.
+type periodicExec struct {
+	// run runs one period of the timeout, made once so that handing a run
+	// to the executor allocates nothing.
+	run func()
+
+	// handedOut is set by the worker as it gives run to the executor, and
+	// cleared by whoever takes the run: run itself as it starts, or the
+	// worker if the executor panicked without starting it. Atomic.
+	handedOut atomic.Bool
+}
+
+func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
+
+// isPeriodic reports whether to is a periodic timeout.
+func isPeriodic(to *Timeout) bool {
+	_, ok := to.task.(*periodicTask)
+	return ok
+}
+
+// NewPeriodicTimeout schedules task to run every period, first at period
+// from now: run k is due at start + k*period, whatever the lateness of the
+// runs before it, and runs at the first tick at or after that. A run never
+// starts while the previous one is still running; runs that fall more than a
+// period behind (because a run, the worker or the WithTaskWorkers pool was
+// slow) are skipped, as a time.Ticker drops ticks, never run back to back to
+// catch up: a run starts as the latest one due, and the next is due a
+// period after it.
+//
+// The timeout stays pending until it is cancelled, by Cancel (also from
+// inside its own task) or by Stop: IsExpired stays false, PendingTimeouts
+// counts it once, and Run gets the same *Timeout every time. Deadline reports
+// the due time of the run in progress while the task runs, and of the next
+// run otherwise. Reset moves the next run once the run in progress has
+// returned. Scheduling is one allocation of 96 bytes (three with a
+// WithTaskExecutor); runs allocate nothing.
+//
+// NewPeriodicTimeout returns the errors NewTimeout does, and an error
+// wrapping ErrInvalidPeriod if period is not positive.
+func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeout, error) {
+	if isNilTask(task) {
+		return nil, ErrNilTask
+	}
+	if period <= 0 {
+		return nil, fmt.Errorf("%w: %v: the period must be > 0", ErrInvalidPeriod, period)
+	}
+	p := &periodicTask{task: task, period: int64(period)}
+	to := &p.to
+	to.timer, to.task = t, p
+	if t.taskExecutor != nil {
+		e := &periodicExec{}
+		e.run = func() {
+			if e.handedOut.CompareAndSwap(true, false) {
+				t.runTimeout(to)
+			}
+		}
+		p.exec = e
+	}
+	if err := t.scheduleTimeout(to, period); err != nil {
+		return nil, err
+	}
+	return to, nil
+}
+
+// Every runs f every period, like NewPeriodicTimeout. The returned Timeout's
+// Task calls f; cancel it to stop the runs.
+func (t *Timer) Every(period time.Duration, f func()) (*Timeout, error) {
+	if f == nil {
+		return nil, ErrNilTask
+	}
+	return t.NewPeriodicTimeout(funcTask(f), period)
+}
+
+// skipBehind returns the first of due, due+period, due+2*period, ... that
+// is at most one period behind now: the runs more than a period behind are
+// skipped, as time.Ticker drops ticks.
+func skipBehind(due, period, now int64) int64 {
+	if behind := now - due; behind > period {
+		// ceil(behind/period) - 1 periods; the sum stays below now.
+		due += (behind - 1) / period * period
+	}
+	return due
+}
+
+// nextPeriod returns the due time of the run after one due at due: a period
+// later, saturating.
+func nextPeriod(due, period int64) int64 {
+	if due > math.MaxInt64-period {
+		return math.MaxInt64
+	}
+	return due + period
+}
+
+// runPeriodic runs one run of a periodic timeout that the worker handed out,
+// on the calling goroutine (the worker's if onWorker), and returns the time
+// it returned. A run that was cancelled, or whose timer was stopped, after
+// it was handed out (while it waited in the pool's queue, say) is skipped:
+// the timeout is pending until then, so its task must not run after Cancel
+// or Stop. A run off the worker that starts more than a period after it was
+// due starts as the latest run due, so that the next is not due at once.
+//
+// Then the timeout goes back to the worker for its next run, due a period
+// after this one (skipping those more than a period behind the return), even
+// if the task panicked or called runtime.Goexit.
+func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (returned int64) {
+	defer func() { returned = t.handBack(to, p) }()
+	if to.IsCancelled() || t.isStopped() {
+		return
+	}
+	if !onWorker {
+		now := t.elapsed()
+		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), p.period, now))
+	}
+	t.callTask(to)
+	return
+}
+
+// handBack gives a periodic timeout whose run has returned (or, if its
+// executor failed, never started) back to the worker, through its queue of
+// new timeouts, for its next run; from then on Reset may move it. It sets
+// that run's deadline first, and returns the time it read to do so. If
+// Stop has taken the timeout meanwhile, it hands nothing back.
+func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
+	now := t.elapsed()
+	// stRunning still keeps Reset out.
+	next := skipBehind(nextPeriod(atomic.LoadInt64(&to.deadline), p.period), p.period, now)
+	atomic.StoreInt64(&to.deadline, next)
+	for {
+		s := to.state.Load()
+		if s&stRunning == 0 {
+			return now // collectUnprocessed took it off the list of runs
+		}
+		if to.state.CompareAndSwap(s, s&^stRunning|stReturning) {
+			break
+		}
+	}
+	t.shardFor(to).timeouts.push(to)
+	t.wakeWorker()
+	return now
+}

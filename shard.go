@@ -1,0 +1,63 @@
+package hashedwheel
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// shardCount is the number of shards of a Timer.
+const shardCount = 8
+
+// allocSpanBytes is the size of the spans from which Go's allocator hands out
+// small objects, one span at a time to each P.
+const allocSpanBytes = 8192
+
+// shard is one of a Timer's queues of new timeouts, with a count of pending
+// timeouts. A timeout's shard follows from its address: the allocator gives
+// each P a span of its own to allocate from, so goroutines running on
+// different Ps mostly push to different shards and do not take each other's
+// cache lines. A timeout keeps its shard for life, so the counts add up.
+// FIFO order holds within a shard, not across shards.
+type shard struct {
+	// timeouts is the queue of new timeouts. Its producerCount is the
+	// shard's pending count: the shard's timeouts scheduled and neither
+	// expired nor cancelled; with a pending limit, shard 0 counts all of
+	// them, so that the limit is exact.
+	timeouts mpscQueue
+}
+
+// pending returns the shard's count of pending timeouts.
+func (s *shard) pending() *atomic.Int64 { return &s.timeouts.producerCount }
+
+// shardFor returns the shard of to.
+func (t *Timer) shardFor(to *Timeout) *shard {
+	return &t.shards[uintptr(unsafe.Pointer(to))/allocSpanBytes%shardCount]
+}
+
+// pendingFor returns the counter that counts to among the pending timeouts.
+func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
+	if t.maxPendingTimeouts > 0 {
+		return t.shards[0].pending()
+	}
+	return t.shardFor(to).pending()
+}
+
+// reservePending counts a new timeout among the pending ones of a timer
+// with a pending limit, or fails if the limit is reached. It never counts
+// past the limit, so a rejected call is never seen in PendingTimeouts and
+// never makes another call fail. (Without a limit, each shard counts its
+// own timeouts; see pendingFor.)
+func (t *Timer) reservePending() error {
+	pending := t.shards[0].pending()
+	for {
+		n := pending.Load()
+		if n >= t.maxPendingTimeouts {
+			return fmt.Errorf("%w: %d pending, limit %d",
+				ErrTooManyPendingTimeouts, n, t.maxPendingTimeouts)
+		}
+		if pending.CompareAndSwap(n, n+1) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package hashedwheel
+
+// Stop stops the timer. The first call cancels every timeout still pending and
+// returns them; a timeout cancelled earlier is not among them. Later calls
+// return nil. When Stop returns, the worker goroutine and the WithTaskWorkers
+// pool have exited; if a task is running on them, Stop waits for it to
+// return, and tasks already handed to the pool run first. Timeouts still
+// pending never run after Stop. A periodic timeout is pending between its
+// runs and during one, so Stop returns it; a run in progress on an executor
+// goroutine is not waited for.
+//
+// Called from a task running on the worker goroutine or on the pool, Stop
+// neither waits nor deadlocks: it marks the timer stopped and returns nil,
+// and the worker cancels the pending timeouts and exits once the task
+// returns. (A task that a WithTaskExecutor runs on another goroutine while
+// the worker waits for it is on neither, and must not call Stop.)
+//
+// After Stop, NewTimeout, AfterFunc and Start return ErrTimerStopped and
+// PendingTimeouts returns 0.
+func (t *Timer) Stop() []*Timeout {
+	if t.wheel == nil {
+		return nil // not made by NewTimer: nothing to stop
+	}
+	if t.owned {
+		return t.stopOwned()
+	}
+	id := goroutineID()
+	onWorker := id != 0 && (id == t.workerID.Load() || t.pool.runs(id))
+	for {
+		switch t.state.Load() {
+		case stateInit:
+			if t.state.CompareAndSwap(stateInit, stateShutdown) {
+				// No worker will ever run, so nothing else closes done.
+				t.instance.release()
+				close(t.stopped)
+				close(t.done)
+				return nil
+			}
+		case stateStarted:
+			if t.state.CompareAndSwap(stateStarted, stateShutdown) {
+				t.instance.release()
+				close(t.stopped)
+				if onWorker {
+					return nil
+				}
+				<-t.done
+				return t.unprocessed
+			}
+		default:
+			// Already stopped. Honour "the worker has exited when Stop
+			// returns" for this caller too.
+			if !onWorker {
+				<-t.done
+			}
+			return nil
+		}
+	}
+}
+
+// collectUnprocessed cancels every timeout still pending, in the buckets,
+// still queued or out on a periodic run, and keeps those it cancelled in
+// t.unprocessed for Stop. It runs on the worker as it exits, before it waits
+// for the pool. Timeouts that Cancel cancelled and that the worker has not
+// yet unlinked get their Cancelled call here.
+//
+// It can be resumed: a Cancelled call may call runtime.Goexit, and the
+// worker's next goroutine then runs it again. So each timeout leaves its
+// list before the call, and the result is kept in t.unprocessed.
+func (t *Timer) collectUnprocessed() {
+	// A producer that pushes after these pops sees the stop and cancels its
+	// timeout itself (see scheduleTimeout).
+	for i := range t.shards {
+		q := &t.shards[i].timeouts
+		for to := q.pop(); to != nil; to = q.pop() {
+			if to.state.Load()&stReturning != 0 {
+				t.running.remove(to)
+				to.state.And(^stReturning)
+			}
+			t.unprocessed = t.cancelForStop(to, t.unprocessed)
+		}
+		t.counters.cancelled += uint64(q.takeDropped())
+	}
+	for i := range t.wheel {
+		b := &t.wheel[i]
+		for to := b.head; to != nil; to = b.head {
+			b.remove(to)
+			t.unprocessed = t.cancelForStop(to, t.unprocessed)
+		}
+	}
+	t.occupied = occupancy{}
+	// Periodic runs still out on the pool or with an executor: pending,
+	// so Stop returns them. Clearing stRunning tells the goroutine that runs
+	// one not to hand it back, and one still waiting in the pool's queue
+	// does not start, as it is cancelled.
+	for to := t.running.head; to != nil; to = t.running.head {
+		t.running.remove(to)
+		to.state.And(^stRunning)
+		t.unprocessed = t.cancelForStop(to, t.unprocessed)
+	}
+	for t.changes.pop() != nil {
+		// Every timeout in it was in a bucket, and has been dealt with
+		// there; popping drops the queue's references to them.
+	}
+}
+
+// cancelForStop cancels to if it is still pending and appends it to
+// unprocessed; if Cancel cancelled it first, it delivers its Cancelled call.
+func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
+	if to.markCancelled() {
+		t.counters.cancelled++
+		if o, ok := to.task.(stopObserver); ok {
+			o.timerStopped(to)
+		}
+		return append(unprocessed, to)
+	}
+	if to.IsCancelled() {
+		t.countCancelled(to)
+	}
+	return unprocessed
+}
+
+// stopObserver is a task that must know when Stop cancels its timeout:
+// a deadline context, which then keeps its deadline on the runtime's timer.
+type stopObserver interface {
+	timerStopped(to *Timeout)
+}
+
+// stopOwned is Stop for a Timer made WithoutWorker: it cancels the pending
+// timeouts on the calling goroutine and returns them, waiting for nothing.
+// If Advance or NextDeadline is in progress (a task calls Stop, say), that
+// call cancels them as it returns, and Stop returns nil.
+func (t *Timer) stopOwned() []*Timeout {
+	if !t.state.CompareAndSwap(stateStarted, stateShutdown) {
+		return nil // stopped already
+	}
+	t.instance.release()
+	close(t.stopped)
+	close(t.done)
+	return t.collectForStop()
+}
