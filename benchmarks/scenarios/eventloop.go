@@ -41,6 +41,7 @@ func eventLoopScenario(p params, r regime) *scenario {
 		Name: "eventloop-" + string(r),
 		Variants: []variant{
 			{ID: "wheel", Label: "hashedwheel", API: "Timer.AfterFunc + Timeout.Reset in OnTraffic (idle); Timer.Every + Timeout.Reset on each write (ping); tasks call Conn.Close and Conn.AsyncWrite"},
+			{ID: "wheel-owner", Label: "hashedwheel, loop-driven", API: "a Timer per event loop made WithoutWorker: AfterFunc + Reset (idle), Every + Reset (ping) as above; OnTick hands a loop whose NextDeadline has come a sweep (EventLoop.Execute) that calls Advance, and the tasks close and write on the loop"},
 			{ID: "heap", Label: "min-heap in OnTick", API: "two min-heaps per event loop (idle, ping), re-armed lazily; OnTick hands each loop with something due a sweep (EventLoop.Execute), which closes and writes on the loop"},
 			{ID: "afterfunc", Label: "time.AfterFunc", API: "time.AfterFunc + Timer.Reset per connection (idle, ping); callbacks call Conn.Close and Conn.AsyncWrite", Base: true},
 		},
@@ -433,12 +434,10 @@ func runGnetServerRole(b []byte) error {
 		return serveGnet(spec, func(s *gnetServer[heapConn]) (timers[heapConn], error) { return newHeapTimers(s), nil })
 	case "afterfunc":
 		return serveGnet(spec, func(s *gnetServer[afterFuncConn]) (timers[afterFuncConn], error) { return newAfterFuncTimers(s), nil })
-	// "wheel-owner" goes here once the library has WithoutWorker, Advance
-	// and NextDeadline (API.md, guarantees 18-20): a Timer per event loop
-	// made WithoutWorker, kept in loopState.data by newLoop; opened and
-	// traffic as in wheelTimers; tick hands each loop whose NextDeadline
-	// has passed a sweep that calls Advance(time.Now()), as heapTimers does,
-	// so that the tasks run on the loop and call kickOnLoop and pingOnLoop.
+	case "wheel-owner":
+		return serveGnet(spec, func(s *gnetServer[wheelConn]) (timers[wheelConn], error) { return newOwnerTimers(s), nil })
+	// A new variant: an implementation of timers[T] and a case here, and an
+	// entry in eventLoopScenario's Variants.
 	default:
 		return fmt.Errorf("no variant %q", spec.Variant)
 	}

@@ -140,6 +140,119 @@ func (a *afterFuncTimers) usesTicker() bool    { return false }
 func (a *afterFuncTimers) tick() time.Duration { return time.Hour }
 func (a *afterFuncTimers) stop()               {}
 
+// ownerTimers: the wheel driven by its owner, the event loop (WithoutWorker,
+// Advance, NextDeadline): one Timer per loop, with no goroutine of its own.
+// The idle deadline and the ping are as in wheelTimers (AfterFunc and Every,
+// re-armed with Reset on the loop), but their tasks run inside Advance, on
+// the loop, so a kick or a ping is a close or a write there, with no
+// hand-off. gnet's OnTick runs on a goroutine of its own, so, as for the
+// heap, OnTick hands a loop whose next deadline has come a sweep
+// (EventLoop.Execute) that calls Advance; the loop publishes NextDeadline
+// after each sweep and after each connection it opens, and OnTick sleeps
+// until the earliest of them, at most a tick.
+type ownerTimers struct {
+	s   *gnetServer[wheelConn]
+	ctx context.Context
+}
+
+// ownerTimersLoop is one event loop's Timer.
+type ownerTimersLoop struct {
+	t *hashedwheel.Timer // Advance and NextDeadline: the loop only
+	// next is NextDeadline, ns since the server's base (MaxInt64 if none):
+	// written on the loop, read by OnTick.
+	next   atomic.Int64
+	queued atomic.Bool // as in heapTimersLoop
+	sweep  gnet.Runnable
+}
+
+func newOwnerTimers(s *gnetServer[wheelConn]) *ownerTimers {
+	return &ownerTimers{s: s, ctx: context.Background()}
+}
+
+func (o *ownerTimers) newLoop(*loopState[wheelConn]) any {
+	t, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(o.s.spec.Tick))
+	if err != nil {
+		panic(err) // the options are constants
+	}
+	ol := &ownerTimersLoop{t: t}
+	ol.next.Store(math.MaxInt64)
+	ol.sweep = gnet.RunnableFunc(func(context.Context) error {
+		ol.queued.Store(false)
+		if _, err := ol.t.Advance(time.Now()); err != nil {
+			return nil // stopped: the server is shutting down
+		}
+		o.publishTimers(ol)
+		return nil
+	})
+	return ol
+}
+
+func (o *ownerTimers) publishTimers(ol *ownerTimersLoop) {
+	next := int64(math.MaxInt64)
+	if at, ok := ol.t.NextDeadline(); ok {
+		next = int64(at.Sub(o.s.base))
+	}
+	ol.next.Store(next)
+}
+
+func (o *ownerTimers) opened(cs *conn[wheelConn]) {
+	ol := cs.loop.data.(*ownerTimersLoop)
+	cs.tm.idle, _ = ol.t.AfterFunc(time.Duration(cs.limit), func() { o.s.kickOnLoop(cs) })
+	if o.s.spec.Ping > 0 {
+		cs.tm.ping, _ = ol.t.Every(o.s.spec.Ping, func() { o.s.pingOnLoop(cs, o.s.now()) })
+	}
+	o.publishTimers(ol)
+}
+
+// traffic only moves deadlines later, so the published next one holds.
+func (o *ownerTimers) traffic(cs *conn[wheelConn]) bool {
+	if cs.tm.ping != nil {
+		cs.tm.ping.Reset(o.s.spec.Ping)
+	}
+	return cs.tm.idle == nil || cs.tm.idle.Reset(time.Duration(cs.limit))
+}
+
+func (o *ownerTimers) closed(cs *conn[wheelConn]) {
+	if cs.tm.idle != nil {
+		cs.tm.idle.Cancel()
+	}
+	if cs.tm.ping != nil {
+		cs.tm.ping.Cancel()
+	}
+}
+
+func (o *ownerTimers) usesTicker() bool { return true }
+
+func (o *ownerTimers) tick() time.Duration {
+	now := o.s.now()
+	earliest := int64(math.MaxInt64)
+	if p := o.s.loops.Load(); p != nil {
+		for _, l := range *p {
+			ol := l.data.(*ownerTimersLoop)
+			next := ol.next.Load()
+			if next <= now && ol.queued.CompareAndSwap(false, true) {
+				if err := l.el.Execute(o.ctx, ol.sweep); err != nil {
+					ol.queued.Store(false)
+				}
+				// The sweep publishes the loop's next deadline: look again
+				// soon rather than a tick from now.
+				earliest = min(earliest, now)
+				continue
+			}
+			earliest = min(earliest, next)
+		}
+	}
+	return min(max(time.Duration(earliest-now), time.Millisecond), o.s.spec.Tick)
+}
+
+func (o *ownerTimers) stop() {
+	if p := o.s.loops.Load(); p != nil {
+		for _, l := range *p {
+			l.data.(*ownerTimersLoop).t.Stop()
+		}
+	}
+}
+
 // heapTimers: what gnet's maintainer suggests (panjf2000/gnet#635): a
 // min-heap of deadlines walked from OnTick. OnTick runs on a goroutine of
 // its own in gnet v2, not on an event loop, so each loop keeps its own two
