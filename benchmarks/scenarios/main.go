@@ -2,7 +2,7 @@
 // against the standard library, in programs shaped like a user's, and writes
 // the figures, the tables and the charts under an output directory:
 //
-//	cd benchmarks && go run ./scenarios                 # about 20 minutes on 2 cores
+//	cd benchmarks && go run ./scenarios                 # about 25 minutes on 2 cores
 //	cd benchmarks && go run ./scenarios -quick -out "$(mktemp -d)"  # tiny sizes, about a minute
 //
 // The scenarios:

@@ -86,11 +86,12 @@ func (rep *Report) summary() string {
 			if c <= n || w == nil || a == nil || w.Median == nil || a.Median == nil || w.overloaded() || !a.overloaded() {
 				continue
 			}
-			text := fmt.Sprintf("[Sessions](#sessions-heartbeats-and-idle-deadlines-in-memory), %s sessions, a heartbeat every %v and an idle deadline re-armed every %v: hashedwheel held them with %s cores and %s heartbeats/s; time.AfterFunc could not keep up on this machine (%s heartbeats/s of %s due, %s sessions of %s alive at the end, its callbacks queued as goroutines)",
+			text := fmt.Sprintf("[Sessions](#sessions-heartbeats-and-idle-deadlines-in-memory), %s sessions, a heartbeat every %v and an idle deadline re-armed every %v: hashedwheel held them with %s cores (%s heartbeats/s, every active session alive); time.AfterFunc could not keep up on this machine in %d of %d rounds: at best %s of %s heartbeats/s, up to %s goroutines of queued callbacks, its re-arms came too late and %s active sessions expired (median)",
 				count(c), dur(p.Period), dur(p.Activity), num(w.Median["cores"], 3), num(w.Median["beats_per_s"], 0),
-				num(a.Median["beats_per_s"], 0), num(a.Median["expected_beats"], 0), num(a.Median["alive_end"], 0), num(float64(c), 0))
+				a.roundsWith("overloaded"), len(a.Reps), num(a.Max["beats_per_s"], 0), num(a.Median["expected_beats"], 0),
+				num(a.Max["goroutines"], 0), num(a.Median["active_expired"], 0))
 			if g := rep.get(sc.Name, c, "goroutine"); g != nil && g.Median != nil && g.overloaded() {
-				text += ", nor could a goroutine and Ticker per session"
+				text += fmt.Sprintf("; a goroutine and Ticker per session took up to %s cores and fell behind too", num(g.Max["cores"], 2))
 			}
 			item("wins", text+".")
 		}
