@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// variant is one way of doing a scenario's job.
+type variant struct {
+	ID    string `json:"id"`    // the -variants flag
+	Label string `json:"label"` // in tables and charts
+	API   string `json:"api"`   // the calls it makes, for the tables
+	// Base marks the standard-library variant the ratios are taken against.
+	Base bool `json:"base,omitempty"`
+}
+
+// scenario is one program shape: its variants, its cases (the session
+// counts; one case elsewhere) and how to run one variant on one case.
+type scenario struct {
+	Name     string    `json:"name"`
+	Title    string    `json:"title"`
+	Variants []variant `json:"variants"`
+	Cases    []int     `json:"cases"`
+
+	run func(p params, v variant, c int) (outcome, error)
+}
+
+// outcome is what one run of one variant measured.
+type outcome struct {
+	Metrics map[string]float64 `json:"metrics"`
+	// Violations are failed hard checks: an early kick, an active
+	// connection closed before its limit, an idle deadline run early.
+	Violations []string `json:"violations,omitempty"`
+}
+
+// Result holds every round of one variant on one case of a scenario.
+type Result struct {
+	Scenario string `json:"scenario"`
+	Case     int    `json:"case"`
+	Variant  string `json:"variant"`
+	// Reps are the figures of each round, in the order they ran.
+	Reps []map[string]float64 `json:"reps,omitempty"`
+	// Median, Min and Max of each figure over the rounds.
+	Median     map[string]float64 `json:"median,omitempty"`
+	Min        map[string]float64 `json:"min,omitempty"`
+	Max        map[string]float64 `json:"max,omitempty"`
+	Violations []string           `json:"violations,omitempty"`
+	Errors     []string           `json:"errors,omitempty"`
+}
+
+// Report is everything scenarios.json holds.
+type Report struct {
+	Meta      Meta        `json:"meta"`
+	Params    params      `json:"params"`
+	Scenarios []*scenario `json:"scenarios"`
+	Results   []*Result   `json:"results"`
+}
+
+// Meta describes the run.
+type Meta struct {
+	Date       string  `json:"date"`
+	Command    string  `json:"command"`
+	Go         string  `json:"go"`
+	OSArch     string  `json:"os_arch"`
+	CPU        string  `json:"cpu"`
+	Cores      int     `json:"cores"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	FileLimit  uint64  `json:"file_limit"`
+	Commit     string  `json:"commit,omitempty"`
+	Quick      bool    `json:"quick"`
+	Seconds    float64 `json:"seconds"`
+	// Load averages (1 minute) read from /proc/loadavg before the first
+	// run, before every run (its lowest and highest), and at the end.
+	LoadStart string  `json:"load_start"`
+	LoadMin   float64 `json:"load_min"`
+	LoadMax   float64 `json:"load_max"`
+	LoadEnd   string  `json:"load_end"`
+}
+
+// scenarios lists the scenarios in the order of the report.
+func scenarios(p params) []*scenario {
+	return []*scenario{
+		sessionsScenario(p),
+		eventLoopScenario(p, regimeBusy),
+		eventLoopScenario(p, regimeIdle),
+		goroutineScenario(p),
+		httpScenario(p),
+		rpcScenario(p),
+	}
+}
+
+func scenarioNames() []string {
+	var s []string
+	for _, sc := range scenarios(fullParams()) {
+		s = append(s, sc.Name)
+	}
+	return s
+}
+
+// drive runs the chosen scenarios and writes the report. It returns the
+// number of failed hard checks.
+func drive(out string, quick bool, p params, names, variants []string) (int, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, err
+	}
+	all := scenarios(p)
+	for _, n := range names {
+		if !slices.ContainsFunc(all, func(s *scenario) bool { return s.Name == n }) {
+			return 0, fmt.Errorf("-run: no scenario %q (have %s)", n, strings.Join(scenarioNames(), ", "))
+		}
+	}
+	rep := &Report{Meta: meta(quick), Params: p}
+	for _, sc := range all {
+		if len(names) > 0 && !slices.Contains(names, sc.Name) {
+			continue
+		}
+		if len(variants) > 0 {
+			sc.Variants = slices.DeleteFunc(sc.Variants, func(v variant) bool { return !slices.Contains(variants, v.ID) })
+			if len(sc.Variants) == 0 {
+				continue
+			}
+		}
+		rep.Scenarios = append(rep.Scenarios, sc)
+	}
+	if len(rep.Scenarios) == 0 {
+		return 0, fmt.Errorf("nothing to run")
+	}
+	start := time.Now()
+	rep.Meta.LoadMin, rep.Meta.LoadMax = 1e9, 0
+	for _, sc := range rep.Scenarios {
+		for _, c := range sc.Cases {
+			byVariant := map[string]*Result{}
+			for _, v := range sc.Variants {
+				r := &Result{Scenario: sc.Name, Case: c, Variant: v.ID}
+				byVariant[v.ID] = r
+				rep.Results = append(rep.Results, r)
+			}
+			for k := range p.Rounds {
+				// Interleave: every variant runs once per round, and the
+				// order turns each round.
+				for j := range sc.Variants {
+					v := sc.Variants[(j+k)%len(sc.Variants)]
+					r := byVariant[v.ID]
+					if l, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+						rep.Meta.LoadMin, rep.Meta.LoadMax = min(rep.Meta.LoadMin, l), max(rep.Meta.LoadMax, l)
+					}
+					t0 := time.Now()
+					o, err := sc.run(p, v, c)
+					status := "ok"
+					switch {
+					case err != nil:
+						r.Errors = append(r.Errors, fmt.Sprintf("round %d: %v", k+1, err))
+						status = "FAILED: " + err.Error()
+					default:
+						r.Reps = append(r.Reps, o.Metrics)
+						for _, viol := range o.Violations {
+							r.Violations = append(r.Violations, fmt.Sprintf("round %d: %s", k+1, viol))
+						}
+						if len(o.Violations) > 0 {
+							status = "HARD CHECK FAILED: " + strings.Join(o.Violations, "; ")
+						}
+					}
+					fmt.Fprintf(os.Stderr, "round %d/%d  %-15s %-9s %-22s %6.1fs  %s\n",
+						k+1, p.Rounds, sc.Name, caseName(sc.Name, c), v.Label, time.Since(t0).Seconds(), status)
+				}
+			}
+		}
+	}
+	rep.Meta.Seconds = time.Since(start).Seconds()
+	rep.Meta.LoadEnd = loadAverage()
+	failed := 0
+	for _, r := range rep.Results {
+		summarize(r)
+		failed += len(r.Violations)
+	}
+	return failed, writeAll(out, rep)
+}
+
+// summarize takes the median, minimum and maximum of each figure over the
+// rounds.
+func summarize(r *Result) {
+	if len(r.Reps) == 0 {
+		return
+	}
+	r.Median, r.Min, r.Max = map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for name := range r.Reps[0] {
+		var vals []float64
+		for _, m := range r.Reps {
+			if v, ok := m[name]; ok {
+				vals = append(vals, v)
+			}
+		}
+		r.Median[name] = median(vals)
+		r.Min[name], r.Max[name] = slices.Min(vals), slices.Max(vals)
+	}
+}
+
+// median returns the middle value; of an even count, the mean of the two
+// middle ones.
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// caseName is how a scenario's case reads in tables and progress.
+func caseName(scenario string, c int) string {
+	if scenario == "sessions" {
+		return "n=" + count(c)
+	}
+	return ""
+}
+
+// count writes 1000 as 1e3, and numbers that are no power of ten in full.
+func count(n int) string {
+	e, m := 0, n
+	for m >= 10 && m%10 == 0 {
+		m /= 10
+		e++
+	}
+	if m == 1 && e >= 3 {
+		return fmt.Sprintf("1e%d", e)
+	}
+	return strconv.Itoa(n)
+}
+
+func meta(quick bool) Meta {
+	cmd := "cd benchmarks && go run ./scenarios"
+	for _, a := range os.Args[1:] {
+		cmd += " " + a
+	}
+	var lim syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	m := Meta{
+		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		Command:    cmd,
+		Go:         runtime.Version(),
+		OSArch:     runtime.GOOS + "/" + runtime.GOARCH,
+		CPU:        cpuModel(),
+		Cores:      runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		FileLimit:  lim.Cur,
+		Quick:      quick,
+		LoadStart:  loadAverage(),
+	}
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--", "..").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+			m.Commit += " (with uncommitted changes)"
+		}
+	}
+	return m
+}
+
+// loadAverage returns the 1-minute load average of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b) + " unknown")[0]
+}
+
+// cpuModel returns the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// rerender writes the tables and charts of the report in file under out.
+func rerender(file, out string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return writeAll(out, &rep)
+}
+
+// Files written to the output directory.
+const (
+	jsonFile       = "scenarios.json"
+	mdFile         = "scenarios.md"
+	sessionsChart  = "scenarios-sessions.png"
+	eventLoopChart = "scenarios-eventloop.png"
+	deadlinesChart = "scenarios-deadlines.png"
+)
+
+// writeAll writes scenarios.json, scenarios.md and the charts.
+func writeAll(out string, rep *Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, jsonFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := writeCharts(out, rep); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, mdFile), []byte(markdown(rep)), 0o644)
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
+)
+
+// processCPU returns the CPU time, user plus system, of every thread of this
+// process so far (getrusage RUSAGE_SELF): the timers' own goroutines and the
+// garbage collector are counted.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err) // Linux only, as the README says
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// threadCPU returns the CPU time of the calling OS thread; the goroutine
+// must be locked to it (runtime.LockOSThread) for the difference of two
+// readings to mean anything.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// window measures the process's CPU, wall time and allocations between
+// begin and end.
+type window struct {
+	cpu0    time.Duration
+	t0      time.Time
+	mallocs uint64
+	gcs     uint32
+
+	CPU, Wall time.Duration
+	Mallocs   uint64
+	GCs       uint32
+}
+
+func (w *window) begin() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.mallocs, w.gcs = ms.Mallocs, ms.NumGC
+	w.t0 = time.Now()
+	w.cpu0 = processCPU()
+}
+
+func (w *window) end() {
+	w.CPU = processCPU() - w.cpu0
+	w.Wall = time.Since(w.t0)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.Mallocs = ms.Mallocs - w.mallocs
+	w.GCs = ms.NumGC - w.gcs
+}
+
+// cores is the CPU the window used per second of wall time.
+func (w *window) cores() float64 { return w.CPU.Seconds() / w.Wall.Seconds() }
+
+// liveMemory returns the bytes of heap objects reachable after a full GC,
+// and the bytes of goroutine stacks in use.
+func liveMemory() (heap, stacks uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func nsPer(d time.Duration, n int64) float64 {
+	if n <= 0 {
+		return math.NaN()
+	}
+	return float64(d.Nanoseconds()) / float64(n)
+}
+
+// quantile returns the q-quantile of sorted values (nearest rank).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// latenessFigures summarizes lateness samples (ms) under a name prefix:
+// p50, p99 and max, and how many there were.
+func latenessFigures(m map[string]float64, prefix string, late []float64) {
+	s := slices.Clone(late)
+	slices.Sort(s)
+	m[prefix+"_n"] = float64(len(s))
+	if len(s) == 0 {
+		return
+	}
+	m[prefix+"_p50_ms"] = quantile(s, 0.5)
+	m[prefix+"_p99_ms"] = quantile(s, 0.99)
+	m[prefix+"_max_ms"] = s[len(s)-1]
+}
+
+// profiler records a CPU profile of this process in memory.
+type profiler struct {
+	buf bytes.Buffer
+	// name, if set, is the file the profile is also written to, in the
+	// directory that -profiles gave (for go tool pprof).
+	name string
+}
+
+// profilesEnv passes -profiles on to the role processes.
+const profilesEnv = "SCENARIOS_PROFILES"
+
+// profileHz is the sampling rate of the scenarios' CPU profiles: twice the
+// default, so that a share of a few percent rests on more samples. Not
+// more: Linux fires a thread's CPU timer at most once per kernel tick
+// (250 Hz here), and at 500 Hz half the samples were lost. Every variant is
+// profiled alike, so the profiler's own cost (well under 1% of the CPU) is
+// the same for all.
+const profileHz = 200
+
+func (p *profiler) start() error {
+	// SetCPUProfileRate before StartCPUProfile sets the rate; the runtime
+	// then warns once on stderr that it cannot set it again.
+	runtime.SetCPUProfileRate(profileHz)
+	return pprof.StartCPUProfile(&p.buf)
+}
+
+// stop ends the profile and returns the share of its samples, weighted by
+// CPU time, that timer code took, the number of samples, and the CPU time
+// they stand for.
+func (p *profiler) stop() (share float64, samples int, sampled time.Duration, err error) {
+	pprof.StopCPUProfile()
+	if dir := os.Getenv(profilesEnv); dir != "" && p.name != "" {
+		file := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", p.name, os.Getpid()))
+		if err := os.WriteFile(file, p.buf.Bytes(), 0o644); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	prof, err := profile.Parse(&p.buf)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("reading the CPU profile: %w", err)
+	}
+	var total, timer int64
+	cpuIdx := len(prof.SampleType) - 1 // "cpu", nanoseconds
+	for _, s := range prof.Sample {
+		v := s.Value[cpuIdx]
+		total += v
+		samples++
+		if isTimerWork(s) {
+			timer += v
+		}
+	}
+	if total == 0 {
+		return 0, samples, 0, nil
+	}
+	return float64(timer) / float64(total), samples, time.Duration(total), nil
+}
+
+// isTimerWork reports whether a sample is the timers' work: walking its stack
+// from the leaf, the first frame that is either timer code or the I/O of a
+// connection (a write, a close) is timer code. So a ping's or a kick's own
+// system call counts as I/O, which every variant makes alike, and what the
+// timers spend getting to it (a hand-off to the event loop and its wake-up
+// included) counts as timer work.
+func isTimerWork(s *profile.Sample) bool {
+	for _, loc := range s.Location {
+		// Inlined calls are listed leaf first within a location too.
+		for _, line := range loc.Line {
+			if line.Function == nil {
+				continue
+			}
+			fn := line.Function.Name
+			if isConnIO(fn) {
+				return false
+			}
+			if isTimerFunc(fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isTimerFunc reports whether fn is timer code: this library, the runtime's
+// timers and the time package's, read deadlines, the context package's
+// deadline contexts, container/heap, and this program's own timer code: the
+// functions whose names hold "timers" or "deadline" (the event-loop
+// variants' types, the request scenarios' deadline helpers).
+func isTimerFunc(fn string) bool {
+	switch {
+	case strings.HasPrefix(fn, "github.com/hashedwheel/hashedwheel."):
+		return true
+	case strings.HasPrefix(fn, "runtime.(*timer"), // (*timer) and (*timers)
+		strings.HasPrefix(fn, "runtime.newTimer"),
+		strings.HasPrefix(fn, "runtime.timeSleep"),
+		strings.HasPrefix(fn, "runtime.resetForSleep"),
+		strings.HasPrefix(fn, "runtime.blockTimerChan"),
+		strings.HasPrefix(fn, "runtime.unblockTimerChan"),
+		// Read deadlines: the poller keeps them in runtime timers.
+		strings.HasPrefix(fn, "runtime.poll_runtime_pollSetDeadline"),
+		strings.HasPrefix(fn, "runtime.netpolldeadlineimpl"),
+		strings.HasPrefix(fn, "runtime.netpollReadDeadline"),
+		strings.HasPrefix(fn, "internal/poll.setDeadlineImpl"),
+		strings.HasPrefix(fn, "internal/poll.(*FD).SetReadDeadline"),
+		strings.HasPrefix(fn, "net.(*conn).SetReadDeadline"):
+		return true
+	case strings.HasPrefix(fn, "time."):
+		rest := strings.TrimPrefix(fn, "time.")
+		for _, p := range []string{"AfterFunc", "NewTimer", "NewTicker", "After", "Tick", "Sleep",
+			"(*Timer).", "(*Ticker).", "goFunc", "sendTime", "newTimer", "stopTimer", "resetTimer"} {
+			if strings.HasPrefix(rest, p) {
+				return true
+			}
+		}
+		return false
+	case strings.HasPrefix(fn, "context.WithDeadline"), strings.HasPrefix(fn, "context.WithTimeout"),
+		strings.HasPrefix(fn, "context.(*timerCtx)"):
+		return true
+	case strings.HasPrefix(fn, "container/heap."):
+		return true
+	case strings.HasPrefix(fn, "main."):
+		lower := strings.ToLower(fn)
+		return strings.Contains(lower, "timers") || strings.Contains(lower, "deadline")
+	}
+	return false
+}
+
+// isConnIO reports whether fn is a connection's own I/O in gnet or in the
+// net package.
+func isConnIO(fn string) bool {
+	for _, p := range []string{
+		"github.com/panjf2000/gnet/v2.(*conn).write",
+		"github.com/panjf2000/gnet/v2.(*conn).Write",
+		"github.com/panjf2000/gnet/v2.(*eventloop).close",
+		"net.(*conn).Write", "net.(*conn).Close", "net.(*netFD).Write", "net.(*netFD).Close",
+	} {
+		if strings.HasPrefix(fn, p) {
+			return true
+		}
+	}
+	return false
+}
