@@ -17,12 +17,12 @@ import (
 // counts the allocations of the whole process, so the worker's (and the
 // pool's) share is included.
 
-// TestAllocsPerReset resets a pending timeout to later and earlier
+// TestGuarantee11AllocsPerReset resets a pending timeout to later and earlier
 // deadlines. On the real clock the calls come back to back, so most earlier
 // ones find the timeout already queued for the worker; on the fake clock
 // every call is followed by a tick, so the worker moves the timeout to its
 // new bucket each time.
-func TestAllocsPerReset(t *testing.T) {
+func TestGuarantee11AllocsPerReset(t *testing.T) {
 	const runs = 1000
 	resets := func(t *testing.T, to *hashedwheel.Timeout, advance func()) {
 		t.Helper()
@@ -64,11 +64,11 @@ func TestAllocsPerReset(t *testing.T) {
 	})
 }
 
-// TestAllocsPerPeriodicRun runs 100 periodic timeouts on the fake
+// TestGuarantee12AllocsPerPeriodicRun runs 100 periodic timeouts on the fake
 // clock, one period per AllocsPerRun iteration (whose warm-up run holds the
 // first runs), on the worker, on a WithTaskWorkers pool and through an
 // executor.
-func TestAllocsPerPeriodicRun(t *testing.T) {
+func TestGuarantee12AllocsPerPeriodicRun(t *testing.T) {
 	const (
 		n      = 100
 		period = 100 * time.Millisecond

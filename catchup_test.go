@@ -16,13 +16,13 @@ import (
 	"github.com/hashedwheel/hashedwheel"
 )
 
-// TestWorkerCatchesUpInTimeThatGrowsWithWhatIsDue holds guarantee 8: a
+// TestGuarantee8WorkerCatchesUpInTimeThatGrowsWithWhatIsDue holds guarantee 8: a
 // worker that a task held up for an hour at a 1ms tick catches up, when
 // released, by visiting the ticks at which something is due, not the 3.6
 // million it missed; every timeout due meanwhile runs once, at the release,
 // in the order of its deadline's tick, and none early. Periodic timeouts run
 // once, as the latest run due.
-func TestWorkerCatchesUpInTimeThatGrowsWithWhatIsDue(t *testing.T) {
+func TestGuarantee8WorkerCatchesUpInTimeThatGrowsWithWhatIsDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(512))
 		require.NoError(t, tm.Start())
@@ -105,10 +105,10 @@ func TestWorkerCatchesUpInTimeThatGrowsWithWhatIsDue(t *testing.T) {
 	})
 }
 
-// TestGoexitInACatchingUpWorkerRunsTheRestOfTheTick: a task that calls
+// TestGuarantee8GoexitInACatchingUpWorkerRunsTheRestOfTheTick: a task that calls
 // runtime.Goexit cuts the walk of its tick's bucket short; the worker's next
 // goroutine must walk the rest of it before it catches up past that tick.
-func TestGoexitInACatchingUpWorkerRunsTheRestOfTheTick(t *testing.T) {
+func TestGuarantee8GoexitInACatchingUpWorkerRunsTheRestOfTheTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond),
 			hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))

@@ -20,7 +20,7 @@ import (
 // and the executor, contexts from a Timer outside a synctest bubble, and the
 // timeouts Stop returns.
 
-func TestContextRegressGrandchildOnly(t *testing.T) {
+func TestGuarantee16WheelGrandchildOfACancelledRootIsDone(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	root, cancelRoot := context.WithCancel(context.Background())
 	mid, cancelMid := tm.WithTimeout(root, 2*time.Hour)
@@ -38,8 +38,8 @@ func TestContextRegressGrandchildOnly(t *testing.T) {
 
 // testLayers with a deadline that shrinks layer by layer, so that every
 // Timer.WithTimeout layer is a wheel context (with one fixed d, all but the
-// first become context.WithCancel, as in the existing TestLayers).
-func TestContextRegressLayersShrinkingDeadlines(t *testing.T) {
+// first become context.WithCancel, as in TestGuarantee16Layers).
+func TestGuarantee16LayersWithShrinkingDeadlines(t *testing.T) {
 	for _, timeout := range []bool{false, true} {
 		for range 10 {
 			tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond))
@@ -99,7 +99,7 @@ func TestContextRegressLayersShrinkingDeadlines(t *testing.T) {
 }
 
 // TestContextErrDoneRace (go.dev/issue/75533).
-func TestContextRegressErrDoneRace(t *testing.T) {
+func TestGuarantee16ErrIsSetOnlyOnceDoneIsClosedUnderEachParent(t *testing.T) {
 	tm := newTimer(t)
 	for _, parent := range []string{"Background", "WithCancel", "wheel"} {
 		for range 200 {
@@ -134,9 +134,9 @@ type layerKey int
 // withoutCancelKey is a context key of the test's own type.
 type withoutCancelKey struct{}
 
-// TestContextRegressWithoutCancel: context.WithoutCancel of a wheel context
+// TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline: context.WithoutCancel of a wheel context
 // keeps its values and drops its deadline and cancellation.
-func TestContextRegressWithoutCancel(t *testing.T) {
+func TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline(t *testing.T) {
 	tm := newTimer(t)
 	key, value := withoutCancelKey{}, "value"
 	ctx := context.WithValue(context.Background(), key, value)
@@ -163,7 +163,7 @@ func TestContextRegressWithoutCancel(t *testing.T) {
 // A concurrent mess: a chain of wheel contexts with shrinking deadlines
 // (each a real wheel context) under a cancellable root, with context
 // package children; racing cancels of every level, Done, Err, Cause.
-func TestContextRegressChainRace(t *testing.T) {
+func TestGuarantee16RacingCancelsOfAChainEndCanceled(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond))
 	for iter := range 300 {
 		root, cancelRoot := context.WithCancelCause(context.Background())
@@ -222,7 +222,7 @@ func TestContextRegressChainRace(t *testing.T) {
 }
 
 // A shared timer made outside a bubble, used inside one.
-func TestContextRegressOutsideTimerInBubble(t *testing.T) {
+func TestGuarantee17TimerFromOutsideTheBubbleKeepsAContextsDeadline(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	_ = tm.Start()
 	synctest.Test(t, func(t *testing.T) {
@@ -247,7 +247,7 @@ func TestContextRegressOutsideTimerInBubble(t *testing.T) {
 
 // Inside a bubble: Stop, then the fallback keeps the deadline; a context
 // whose Done is waited on by a goroutine durably blocks.
-func TestContextRegressBubbleStopFallback(t *testing.T) {
+func TestGuarantee17StopHandsAStackOfContextsToTheRuntimesTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := hashedwheel.NewTimer(hashedwheel.WithTickDuration(ctxTick))
 		start := time.Now()
@@ -270,7 +270,7 @@ func TestContextRegressBubbleStopFallback(t *testing.T) {
 }
 
 // An executor that fails once (a closed pool, say) loses a deadline for good.
-func TestContextRegressExecutorFailureLosesDeadline(t *testing.T) {
+func TestGuarantee17PanickingExecutorDoesNotLoseADeadline(t *testing.T) {
 	var fail atomic.Bool
 	fail.Store(true)
 	exec := func(task func()) {
@@ -293,7 +293,7 @@ func TestContextRegressExecutorFailureLosesDeadline(t *testing.T) {
 // Bug A: a wheel context whose parent is a wheel context linked (through
 // context.WithCancel) to a context-package parent never learns that the
 // root was cancelled: its Done channel, fetched before, stays open.
-func TestContextRegressGrandchildOfCancellableRoot(t *testing.T) {
+func TestGuarantee16WheelGrandchildAndItsChildrenSeeTheRootCancelled(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	root, cancelRoot := context.WithCancelCause(context.Background())
 	mid, cancelMid := tm.WithTimeout(root, 2*time.Hour)
@@ -320,7 +320,7 @@ func TestContextRegressGrandchildOfCancellableRoot(t *testing.T) {
 
 // Bug B: with WithTaskWorkers(1), the context's deadline is a task in the
 // pool queue; a pool task that waits for a wheel context deadlocks.
-func TestContextRegressDeadlineBehindPoolTask(t *testing.T) {
+func TestGuarantee17DeadlineIsNotQueuedBehindAPooledTask(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick), hashedwheel.WithTaskWorkers(1))
 	res := make(chan error, 1)
 	_, err := tm.AfterFunc(0, func() {
@@ -342,7 +342,7 @@ func TestContextRegressDeadlineBehindPoolTask(t *testing.T) {
 
 // Bug B': the executor is the user's; a deadline handed to it is only as
 // good as it is.
-func TestContextRegressDeadlineThroughBusyExecutor(t *testing.T) {
+func TestGuarantee17DeadlineDoesNotWaitForABusyExecutor(t *testing.T) {
 	sem := make(chan struct{}, 1)
 	exec := func(task func()) { sem <- struct{}{}; go func() { defer func() { <-sem }(); task() }() }
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick), hashedwheel.WithTaskExecutor(exec))
@@ -367,7 +367,7 @@ func TestContextRegressDeadlineThroughBusyExecutor(t *testing.T) {
 
 // Bug C: Stop hands out the contexts' timeouts; running their tasks, as
 // one does with Netty's unprocessed timeouts, ends the contexts early.
-func TestContextRegressRunningStoppedTimeoutsEndsContextsEarly(t *testing.T) {
+func TestGuarantee17RunningTheTimeoutsStopReturnsEndsNoContext(t *testing.T) {
 	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(ctxTick))
 	if err != nil {
 		t.Fatal(err)

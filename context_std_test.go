@@ -190,7 +190,7 @@ func causeTree(p causeParent, events []causeEvent, callDone bool, withDeadline w
 	return out
 }
 
-func TestCauseAsTheStandardLibrary(t *testing.T) {
+func TestGuarantee16CauseAsTheStandardLibrary(t *testing.T) {
 	for _, p := range causeParents {
 		for _, events := range causeEventSeqs {
 			if p.neverDone && hasParentEvent(events) {
@@ -213,7 +213,7 @@ func TestCauseAsTheStandardLibrary(t *testing.T) {
 	}
 }
 
-func TestCauseAsTheStandardLibraryCoversTheCases(t *testing.T) {
+func TestGuarantee16CauseAsTheStandardLibraryCoversTheCases(t *testing.T) {
 	// The comparison above is only as good as the cases it sees: the
 	// standard library's answers include each of those the issue names.
 	synctest.Test(t, func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestCauseAsTheStandardLibraryCoversTheCases(t *testing.T) {
 	})
 }
 
-func TestContextPackageChildrenStartNoGoroutine(t *testing.T) {
+func TestGuarantee16ContextPackageChildrenStartNoGoroutine(t *testing.T) {
 	// Since Go 1.21 the context package links a child to a parent of
 	// another package that has an AfterFunc method through that method,
 	// with no goroutine; the wheel's contexts have one. Making many

@@ -67,7 +67,7 @@ func requireDoneWith(t *testing.T, ctx context.Context, err, cause error) {
 	assert.Equal(t, cause, context.Cause(ctx), "Cause")
 }
 
-func TestWithDeadlineIsDoneAtTheFirstTickAtOrAfterItsDeadline(t *testing.T) {
+func TestGuarantee16WithDeadlineIsDoneAtTheFirstTickAtOrAfterItsDeadline(t *testing.T) {
 	tests := []struct {
 		name     string
 		at       time.Duration // when WithDeadline is called, since Start
@@ -112,7 +112,7 @@ func TestWithDeadlineIsDoneAtTheFirstTickAtOrAfterItsDeadline(t *testing.T) {
 	}
 }
 
-func TestWithTimeoutIsDoneAtTheFirstTickAfterTheTimeout(t *testing.T) {
+func TestGuarantee16WithTimeoutIsDoneAtTheFirstTickAfterTheTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 		start := time.Now()
@@ -132,7 +132,7 @@ func TestWithTimeoutIsDoneAtTheFirstTickAfterTheTimeout(t *testing.T) {
 	})
 }
 
-func TestWithTimeoutOnTheRealClock(t *testing.T) {
+func TestGuarantee16WithTimeoutOnTheRealClock(t *testing.T) {
 	// TestDeadline and TestTimeout: done with DeadlineExceeded, directly,
 	// through a wrapper of another type, and as the child of such a wrapper
 	// whose own deadline is earlier. Never early; late only loosely.
@@ -169,7 +169,7 @@ func TestWithTimeoutOnTheRealClock(t *testing.T) {
 	check(c, "WithTimeout", start.Add(5*time.Millisecond))
 }
 
-func TestDeadlineInThePastIsDoneAtOnce(t *testing.T) {
+func TestGuarantee16DeadlineInThePastIsDoneAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 		for _, tt := range []struct {
@@ -200,7 +200,7 @@ func TestDeadlineInThePastIsDoneAtOnce(t *testing.T) {
 	})
 }
 
-func TestCancelIsSynchronousAndReleasesTheTimeout(t *testing.T) {
+func TestGuarantee16CancelIsSynchronousAndReleasesTheTimeout(t *testing.T) {
 	// TestCanceledTimeout, and guarantee 16: cancel releases the wheel
 	// timeout at once.
 	synctest.Test(t, func(t *testing.T) {
@@ -225,7 +225,7 @@ func TestCancelIsSynchronousAndReleasesTheTimeout(t *testing.T) {
 	})
 }
 
-func TestCancelIsIdempotentAndSafeForConcurrentUse(t *testing.T) {
+func TestGuarantee16CancelIsIdempotentAndSafeForConcurrentUse(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	for range 100 {
 		ctx, cancel := tm.WithTimeout(context.Background(), time.Hour)
@@ -243,7 +243,7 @@ func TestCancelIsIdempotentAndSafeForConcurrentUse(t *testing.T) {
 type ctxKey1 int
 type ctxKey2 int
 
-func TestValueIsTheParents(t *testing.T) {
+func TestGuarantee16ValueIsTheParents(t *testing.T) {
 	tm := newTimer(t)
 	k1, k2, k3 := ctxKey1(1), ctxKey2(1), ctxKey2(3)
 	c1 := context.WithValue(context.Background(), k1, "c1k1")
@@ -270,14 +270,14 @@ func TestValueIsTheParents(t *testing.T) {
 	assert.Equal(t, "c3k2", c5.Value(k2), "values outlive cancellation")
 }
 
-func TestNilParentPanics(t *testing.T) {
+func TestGuarantee16NilParentPanics(t *testing.T) {
 	tm := newTimer(t)
 	var parent context.Context
 	assert.PanicsWithValue(t, "cannot create context from nil parent", func() { tm.WithDeadline(parent, time.Now()) })
 	assert.PanicsWithValue(t, "cannot create context from nil parent", func() { tm.WithTimeout(parent, time.Second) })
 }
 
-func TestParentDoneMakesTheContextDone(t *testing.T) {
+func TestGuarantee16ParentDoneMakesTheContextDone(t *testing.T) {
 	// TestWithCancelCanceledParent and XTestParentFinishesChild: a parent
 	// done before or after the context makes it done with the parent's error
 	// and cause; so are contexts derived from it, and the context's timeout
@@ -320,7 +320,7 @@ func TestParentDoneMakesTheContextDone(t *testing.T) {
 	})
 }
 
-func TestParentCancelledConcurrentlyWithCreation(t *testing.T) {
+func TestGuarantee16ParentCancelledConcurrentlyWithCreation(t *testing.T) {
 	// TestWithCancelSimultaneouslyCanceledParent.
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	for range 100 {
@@ -336,7 +336,7 @@ func TestParentCancelledConcurrentlyWithCreation(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestChildFinishesFirst(t *testing.T) {
+func TestGuarantee16ChildFinishesFirst(t *testing.T) {
 	// XTestChildFinishesFirst: cancelling the child leaves its parent alone.
 	tm := newTimer(t)
 	cancellable, stop := context.WithCancel(context.Background())
@@ -356,7 +356,7 @@ func TestChildFinishesFirst(t *testing.T) {
 	}
 }
 
-func TestCancellationReachesDescendantsAtOnce(t *testing.T) {
+func TestGuarantee16CancellationReachesDescendantsAtOnce(t *testing.T) {
 	// Synchronous, as in the context package: from a wheel context to wheel
 	// contexts below it, also through a context.WithValue, and to context
 	// package contexts derived from one; and from any parent to a wheel
@@ -395,7 +395,7 @@ func TestCancellationReachesDescendantsAtOnce(t *testing.T) {
 	assert.Equal(t, context.Canceled, ctx.Err())
 }
 
-func TestDerivedContextsSeeDeadlineExceeded(t *testing.T) {
+func TestGuarantee16DerivedContextsSeeDeadlineExceeded(t *testing.T) {
 	// Contexts derived with the context package from one of the wheel's
 	// see its error and cause, as from a context.WithTimeout context.
 	synctest.Test(t, func(t *testing.T) {
@@ -426,7 +426,7 @@ func TestDerivedContextsSeeDeadlineExceeded(t *testing.T) {
 	})
 }
 
-func TestCause(t *testing.T) {
+func TestGuarantee16Cause(t *testing.T) {
 	// TestCause, the rows about WithTimeout, with the wheel's.
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
 	var (
@@ -512,7 +512,7 @@ func TestCause(t *testing.T) {
 	}
 }
 
-func TestCauseRace(t *testing.T) {
+func TestGuarantee16CauseRace(t *testing.T) {
 	tm := newTimer(t)
 	cause := errors.New("TestCauseRace")
 	parent, cancelParent := context.WithCancelCause(context.Background())
@@ -537,7 +537,7 @@ func TestCauseRace(t *testing.T) {
 	}
 }
 
-func TestErrIsSetOnlyOnceDoneIsClosed(t *testing.T) {
+func TestGuarantee16ErrIsSetOnlyOnceDoneIsClosed(t *testing.T) {
 	// TestContextErrDoneRace, with the context done by cancel and by its
 	// parent.
 	tm := newTimer(t)
@@ -563,7 +563,7 @@ func TestErrIsSetOnlyOnceDoneIsClosed(t *testing.T) {
 	}
 }
 
-func TestSimultaneousCancels(t *testing.T) {
+func TestGuarantee16SimultaneousCancels(t *testing.T) {
 	// TestSimultaneousCancels, with the wheel's contexts and the context
 	// package's mixed in one tree.
 	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
@@ -597,7 +597,7 @@ func TestSimultaneousCancels(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestInterlockedCancels(t *testing.T) {
+func TestGuarantee16InterlockedCancels(t *testing.T) {
 	tm := newTimer(t)
 	parent, cancelParent := tm.WithTimeout(context.Background(), time.Hour)
 	child, cancelChild := tm.WithTimeout(parent, 2*time.Hour)
@@ -609,7 +609,7 @@ func TestInterlockedCancels(t *testing.T) {
 	waitDone(t, child, "child")
 }
 
-func TestLayers(t *testing.T) {
+func TestGuarantee16Layers(t *testing.T) {
 	// TestLayersCancel and TestLayersTimeout: random stacks of WithValue,
 	// WithCancel, context.WithTimeout and Timer.WithTimeout.
 	for _, timeout := range []bool{false, true} {
@@ -686,7 +686,7 @@ type customDoneContext struct {
 
 func (c *customDoneContext) Done() <-chan struct{} { return c.donec }
 
-func TestCustomContextPropagation(t *testing.T) {
+func TestGuarantee16CustomContextPropagation(t *testing.T) {
 	// TestCustomContextPropagation: a parent of another package, with a Done
 	// channel of its own.
 	tm := newTimer(t)
@@ -706,7 +706,7 @@ func TestCustomContextPropagation(t *testing.T) {
 	assert.Equal(t, cause, context.Cause(ctx3))
 }
 
-func TestAfterFuncOnTheContext(t *testing.T) {
+func TestGuarantee16AfterFuncOnTheContext(t *testing.T) {
 	// TestAfterFuncCalledAfterTimeout, ...AfterCancel, ...Immediately,
 	// ...NotCalledAfterStop and ...CalledAsynchronously, on the wheel's
 	// context.
@@ -754,7 +754,7 @@ func TestAfterFuncOnTheContext(t *testing.T) {
 	})
 }
 
-func TestNoGoroutinePerContext(t *testing.T) {
+func TestGuarantee16NoGoroutinePerContext(t *testing.T) {
 	// 1e5 live contexts (1e4 with -race), each with Done called: with a
 	// Background parent, with a context.WithCancel parent, with a parent of
 	// the wheel's, directly and through a WithValue, and with context
@@ -810,7 +810,7 @@ func TestNoGoroutinePerContext(t *testing.T) {
 	assert.Equal(t, int64(1), tm.PendingTimeouts())
 }
 
-func TestParentCancellationStartsNoGoroutine(t *testing.T) {
+func TestGuarantee16ParentCancellationStartsNoGoroutine(t *testing.T) {
 	// Contexts linked to a context.WithCancel parent by Done: its cancel
 	// closes their Done channels before it returns, without a goroutine.
 	n := 10_000
@@ -844,7 +844,7 @@ func TestParentCancellationStartsNoGoroutine(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestAllocs(t *testing.T) {
+func TestContextAllocs(t *testing.T) {
 	// TestAllocs, and the target: one allocation for the context and
 	// its timeout, one for the cancel function, one more for the Done
 	// channel. Exact, so that a change either way is seen.
@@ -898,7 +898,7 @@ func TestAllocs(t *testing.T) {
 	}
 }
 
-func TestStopKeepsThePendingContextsDeadline(t *testing.T) {
+func TestGuarantee17StopKeepsThePendingContextsDeadline(t *testing.T) {
 	// Guarantee 17: the context's timeout is pending, Stop cancels and
 	// returns it, and the context is still done exactly at its deadline.
 	synctest.Test(t, func(t *testing.T) {
@@ -935,7 +935,7 @@ func TestStopKeepsThePendingContextsDeadline(t *testing.T) {
 	})
 }
 
-func TestStoppedTimerKeepsTheDeadline(t *testing.T) {
+func TestGuarantee17StoppedTimerKeepsTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(ctxTick))
 		require.NoError(t, err)
@@ -955,7 +955,7 @@ func TestStoppedTimerKeepsTheDeadline(t *testing.T) {
 	})
 }
 
-func TestPendingLimitKeepsTheDeadline(t *testing.T) {
+func TestGuarantee17PendingLimitKeepsTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick), hashedwheel.WithMaxPendingTimeouts(1))
 		start := time.Now()
@@ -971,7 +971,7 @@ func TestPendingLimitKeepsTheDeadline(t *testing.T) {
 	})
 }
 
-func TestStopRacingContexts(t *testing.T) {
+func TestGuarantee17StopRacingContexts(t *testing.T) {
 	// Contexts made and cancelled while another goroutine stops the timer
 	// all end done, with the error they should have, and no timeout is
 	// left behind.

@@ -116,7 +116,7 @@ func TestIdleConnectionIsClosedAfterTheLimitNotBefore(t *testing.T) {
 	})
 }
 
-func TestIdleResetAfterTheTimeoutFiredReturnsFalse(t *testing.T) {
+func TestGuarantee11ResetWhileTheTaskRunsReturnsFalse(t *testing.T) {
 	// The case examples/idle handles when Reset returns false: a line came,
 	// but the timeout fired and its task is closing the connection.
 	synctest.Test(t, func(t *testing.T) {

@@ -14,12 +14,12 @@ import (
 
 // The tests in this file reproduce what FuzzTimer found.
 
-// TestPeriodicRunsOnceWhenTheWorkerCatchesUp: guarantee 12 says runs that
+// TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp: guarantee 12 says runs that
 // fall more than one period behind are skipped, never run back to back to
 // catch up. A periodic timeout already linked for its next run while another
 // task blocks the worker must run once when the worker catches up, not twice
 // at the same instant.
-func TestPeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
+func TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
 		require.NoError(t, tm.Start())
@@ -52,11 +52,11 @@ func TestPeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
 	})
 }
 
-// TestPeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker: the skip at
+// TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker: the skip at
 // hand-out must use the time of the hand-out. A periodic timeout due in the
 // same tick as a task that blocks the worker, and handed out after it, must
 // run once when the worker is released, not twice at the same instant.
-func TestPeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker(t *testing.T) {
+func TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
 		require.NoError(t, tm.Start())

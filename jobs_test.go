@@ -55,7 +55,7 @@ func (l *runLog) runs() []time.Duration {
 	return append([]time.Duration(nil), l.at...)
 }
 
-func TestResetLaterRunsAtTheNewTickOnly(t *testing.T) {
+func TestGuarantee11ResetLaterRunsAtTheNewTickOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -73,7 +73,7 @@ func TestResetLaterRunsAtTheNewTickOnly(t *testing.T) {
 	})
 }
 
-func TestResetEarlierRunsAtTheNewTick(t *testing.T) {
+func TestGuarantee11ResetEarlierRunsAtTheNewTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -86,7 +86,7 @@ func TestResetEarlierRunsAtTheNewTick(t *testing.T) {
 	})
 }
 
-func TestResetRepeatedlyRunsOnceAtTheLastDeadline(t *testing.T) {
+func TestGuarantee11ResetRepeatedlyRunsOnceAtTheLastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -103,7 +103,7 @@ func TestResetRepeatedlyRunsOnceAtTheLastDeadline(t *testing.T) {
 	})
 }
 
-func TestResetEdgeDelays(t *testing.T) {
+func TestGuarantee11ResetEdgeDelays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -122,7 +122,7 @@ func TestResetEdgeDelays(t *testing.T) {
 	})
 }
 
-func TestResetOnExpiredOrCancelledReturnsFalse(t *testing.T) {
+func TestGuarantee11ResetOnExpiredOrCancelledReturnsFalse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t)
 		expired := mustSchedule(t, tm, 0, func() {})
@@ -142,7 +142,7 @@ func TestResetOnExpiredOrCancelledReturnsFalse(t *testing.T) {
 	})
 }
 
-func TestResetFromItsOwnTaskReturnsFalse(t *testing.T) {
+func TestGuarantee11ResetFromItsOwnTaskReturnsFalse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t)
 		got := make(chan bool, 1)
@@ -157,7 +157,7 @@ func TestResetFromItsOwnTaskReturnsFalse(t *testing.T) {
 	})
 }
 
-func TestPeriodicRunsAtEveryPeriodWithoutDrift(t *testing.T) {
+func TestGuarantee12PeriodicRunsAtEveryPeriodWithoutDrift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -190,7 +190,7 @@ func TestPeriodicRunsAtEveryPeriodWithoutDrift(t *testing.T) {
 	})
 }
 
-func TestPeriodicSkipsRunsAfterASlowRun(t *testing.T) {
+func TestGuarantee12PeriodicSkipsRunsAfterASlowRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t, hashedwheel.WithTaskWorkers(2))
 		log := &runLog{start: start}
@@ -210,7 +210,7 @@ func TestPeriodicSkipsRunsAfterASlowRun(t *testing.T) {
 	})
 }
 
-func TestPeriodicRunsNeverOverlap(t *testing.T) {
+func TestGuarantee12PeriodicRunsNeverOverlap(t *testing.T) {
 	for name, opt := range map[string]hashedwheel.Option{
 		"pool":     hashedwheel.WithTaskWorkers(4),
 		"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
@@ -240,7 +240,7 @@ func TestPeriodicRunsNeverOverlap(t *testing.T) {
 	}
 }
 
-func TestPeriodicCancelFromItsOwnTaskStopsLaterRuns(t *testing.T) {
+func TestGuarantee12PeriodicCancelFromItsOwnTaskStopsLaterRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t)
 		var runs atomic.Int32
@@ -258,7 +258,7 @@ func TestPeriodicCancelFromItsOwnTaskStopsLaterRuns(t *testing.T) {
 	})
 }
 
-func TestPeriodicResetMovesTheNextRun(t *testing.T) {
+func TestGuarantee12PeriodicResetMovesTheNextRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -274,7 +274,7 @@ func TestPeriodicResetMovesTheNextRun(t *testing.T) {
 	})
 }
 
-func TestStopReturnsPeriodicTimeouts(t *testing.T) {
+func TestGuarantee12StopReturnsPeriodicTimeouts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t)
 		to, err := tm.Every(20*time.Millisecond, func() {})
@@ -310,7 +310,7 @@ type cancelRecorder struct {
 func (c *cancelRecorder) Run(*hashedwheel.Timeout)          { c.ran.Add(1) }
 func (c *cancelRecorder) Cancelled(to *hashedwheel.Timeout) { c.cancelled <- to }
 
-func TestCancelledTaskIsToldOnceWithinATick(t *testing.T) {
+func TestGuarantee13CancelledTaskIsToldOnceWithinATick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 10)}
@@ -348,7 +348,7 @@ func TestCancelledTaskIsToldOnceWithinATick(t *testing.T) {
 	})
 }
 
-func TestCancelledTaskIsToldBeforeStopReturnsAndNotForStop(t *testing.T) {
+func TestGuarantee13CancelledTaskIsToldBeforeStopReturnsAndNotForStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t)
 		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 10)}
@@ -383,7 +383,7 @@ type panickyCancel struct{}
 func (panickyCancel) Run(*hashedwheel.Timeout)       {}
 func (panickyCancel) Cancelled(*hashedwheel.Timeout) { panic("cancel broke") }
 
-func TestPanicInCancelledIsRecoveredAndLogged(t *testing.T) {
+func TestGuarantee13PanicInCancelledIsRecoveredAndLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logger, logs := newLogger()
 		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger))
@@ -399,7 +399,7 @@ func TestPanicInCancelledIsRecoveredAndLogged(t *testing.T) {
 	})
 }
 
-func TestSlowPooledTaskDoesNotDelayExpiry(t *testing.T) {
+func TestGuarantee14SlowPooledTaskDoesNotDelayExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t, hashedwheel.WithTaskWorkers(2))
 		log := &runLog{start: start}
@@ -415,7 +415,7 @@ func TestSlowPooledTaskDoesNotDelayExpiry(t *testing.T) {
 	})
 }
 
-func TestStopWaitsForPooledTasks(t *testing.T) {
+func TestGuarantee14StopWaitsForPooledTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(3))
 		var finished atomic.Int32
@@ -439,7 +439,7 @@ func TestStopWaitsForPooledTasks(t *testing.T) {
 	})
 }
 
-func TestStopFromAPooledTaskDoesNotWait(t *testing.T) {
+func TestGuarantee14StopFromAPooledTaskDoesNotWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(2))
 		stopped := make(chan []*hashedwheel.Timeout, 1)
@@ -451,7 +451,7 @@ func TestStopFromAPooledTaskDoesNotWait(t *testing.T) {
 	})
 }
 
-func TestTaskWorkersOptionIsValidated(t *testing.T) {
+func TestGuarantee14TaskWorkersOptionIsValidated(t *testing.T) {
 	for _, n := range []int{0, -1} {
 		tm, err := hashedwheel.NewTimer(hashedwheel.WithTaskWorkers(n))
 		assert.Nil(t, tm)
@@ -464,7 +464,7 @@ func TestTaskWorkersOptionIsValidated(t *testing.T) {
 	assert.Contains(t, err.Error(), "WithTaskExecutor")
 }
 
-func TestStatsCountWhatTheWorkerDid(t *testing.T) {
+func TestGuarantee15StatsCountWhatTheWorkerDid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t)
 		for range 3 {
@@ -507,7 +507,7 @@ func TestStatsCountWhatTheWorkerDid(t *testing.T) {
 	})
 }
 
-func TestResetCancelExpiryAndStopRaceExactlyOnce(t *testing.T) {
+func TestGuarantee11ResetCancelExpiryAndStopRaceExactlyOnce(t *testing.T) {
 	// Real clock: many goroutines Reset and Cancel timeouts around their
 	// deadlines while the worker expires them and, at the end, Stop cancels
 	// the rest. Each timeout must end expired (ran once, never before the
@@ -576,7 +576,7 @@ func TestResetCancelExpiryAndStopRaceExactlyOnce(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestResetLaterWhileTheWorkerLinksItIsNotLateByATurn(t *testing.T) {
+func TestGuarantee11ResetLaterWhileTheWorkerLinksItIsNotLateByATurn(t *testing.T) {
 	// Real clock: a goroutine keeps moving a new timeout's deadline later
 	// while the worker links it. The bucket's lower bound must come from the
 	// deadline that chose the bucket, or the worker sleeps past the visit at
@@ -624,7 +624,7 @@ func (g *goexitOnCancel) Cancelled(*hashedwheel.Timeout) {
 	}
 }
 
-func TestGoexitInCancelledDuringStopLosesNothing(t *testing.T) {
+func TestGuarantee13GoexitInCancelledDuringStopLosesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
 		time.Sleep(5 * time.Millisecond)
@@ -640,7 +640,7 @@ func TestGoexitInCancelledDuringStopLosesNothing(t *testing.T) {
 	})
 }
 
-func TestPanickingExecutorDoesNotStrandAPeriodicTimeout(t *testing.T) {
+func TestGuarantee12PanickingExecutorDoesNotStrandAPeriodicTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
 		tm, _ := startedTimer(t, hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
@@ -663,7 +663,7 @@ func TestPanickingExecutorDoesNotStrandAPeriodicTimeout(t *testing.T) {
 	})
 }
 
-func TestPooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
+func TestGuarantee12PooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
 		release := make(chan struct{})
@@ -681,7 +681,7 @@ func TestPooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
 	})
 }
 
-func TestPeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
+func TestGuarantee12PeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)
 		log := &runLog{start: start}
@@ -701,7 +701,7 @@ type countingCancel struct{ calls atomic.Int64 }
 func (c *countingCancel) Run(*hashedwheel.Timeout)       {}
 func (c *countingCancel) Cancelled(*hashedwheel.Timeout) { c.calls.Add(1) }
 
-func TestStatsCountEachCancelledTimeoutOnce(t *testing.T) {
+func TestGuarantee15StatsCountEachCancelledTimeoutOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Timeouts cancelled while queued (dropped as the worker takes the
 		// queue, or kept for their Cancelled call), periodic ones cancelled

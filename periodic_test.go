@@ -22,11 +22,11 @@ var periodicModes = map[string][]hashedwheel.Option{
 	"executor": {hashedwheel.WithTaskExecutor(func(task func()) { go task() })},
 }
 
-// TestPeriodicDeadlineIsTheRunInProgressWhileItRuns holds guarantee 12:
+// TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns holds guarantee 12:
 // Deadline is the due time of the run in progress while its task runs, so a
 // task measuring its own lateness never sees a negative one, and of the next
 // run once the run has returned.
-func TestPeriodicDeadlineIsTheRunInProgressWhileItRuns(t *testing.T) {
+func TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns(t *testing.T) {
 	for name, opts := range periodicModes {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -52,12 +52,12 @@ func TestPeriodicDeadlineIsTheRunInProgressWhileItRuns(t *testing.T) {
 	}
 }
 
-// TestPooledPeriodicCanBeResetOnceItsRunReturned holds guarantees 11 and 12
+// TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned holds guarantees 11 and 12
 // on a pool: a periodic timeout whose run has returned is pending and idle,
 // so Reset moves its next run and returns true, whether or not the worker
 // has taken it back yet. Tasks that contend on a mutex vary the order in
 // which runs return; each bubble draws its own timing.
-func TestPooledPeriodicCanBeResetOnceItsRunReturned(t *testing.T) {
+func TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned(t *testing.T) {
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -96,11 +96,11 @@ func TestPooledPeriodicCanBeResetOnceItsRunReturned(t *testing.T) {
 	}
 }
 
-// TestPooledPeriodicRunIsNeverBackToBack holds guarantee 12 on a pool: a run
+// TestGuarantee12PooledPeriodicRunIsNeverBackToBack holds guarantee 12 on a pool: a run
 // that waits for a free pool goroutine until it is more than a period
 // behind starts as the latest run due, and the next run is a period after
 // that, never at once.
-func TestPooledPeriodicRunIsNeverBackToBack(t *testing.T) {
+func TestGuarantee12PooledPeriodicRunIsNeverBackToBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t, hashedwheel.WithTaskWorkers(1))
 		// Holds the only pool goroutine from 240ms to 310ms, from a tick

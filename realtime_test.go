@@ -20,7 +20,7 @@ import (
 // detector can stall a goroutine for far longer.
 const lateBound = 5 * time.Second
 
-func TestExecutionOnTime(t *testing.T) {
+func TestGuarantee1ExecutionOnTime(t *testing.T) {
 	// Netty's testExecutionOnTime, smaller: many timeouts, each timed from
 	// its own NewTimeout call.
 	const tick, delay, n = 20 * time.Millisecond, 50 * time.Millisecond, 10_000
@@ -54,7 +54,7 @@ func TestExecutionOnTime(t *testing.T) {
 	t.Logf("%d timeouts of %v at tick %v: latest %v after its delay", n, delay, tick, time.Duration(maxLate.Load()))
 }
 
-func TestRealClockNeverEarlyAtOneMillisecondTicks(t *testing.T) {
+func TestGuarantee1RealClockNeverEarlyAtOneMillisecondTicks(t *testing.T) {
 	tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(16))
 	var wg sync.WaitGroup
 	for i := range 500 {
@@ -76,7 +76,7 @@ func TestRealClockNeverEarlyAtOneMillisecondTicks(t *testing.T) {
 	wg.Wait()
 }
 
-func TestStopReturnsPromptlyOnTheRealClock(t *testing.T) {
+func TestGuarantee7StopReturnsPromptlyOnTheRealClock(t *testing.T) {
 	tm, err := hashedwheel.NewTimer()
 	require.NoError(t, err)
 	for range 5 {

@@ -10,11 +10,11 @@ import (
 	"github.com/hashedwheel/hashedwheel"
 )
 
-// TestStatsCountARunBeforeItsTaskStarts holds guarantee 15: a run is counted
+// TestGuarantee15StatsCountARunBeforeItsTaskStarts holds guarantee 15: a run is counted
 // in Expired before its task starts, so a task that blocks the worker (or an
 // executor that waits for it) hides neither its own run nor those handed out
 // before it.
-func TestStatsCountARunBeforeItsTaskStarts(t *testing.T) {
+func TestGuarantee15StatsCountARunBeforeItsTaskStarts(t *testing.T) {
 	for name, opts := range map[string][]hashedwheel.Option{
 		"worker":   nil,
 		"executor": {hashedwheel.WithTaskExecutor(func(task func()) { task() })},

@@ -27,12 +27,12 @@ func (r *recordingTask) Run(to *hashedwheel.Timeout) {
 	r.runs.Add(1)
 }
 
-// TestConcurrentScheduleCancelAndStopAccountForEveryTimeout runs producers,
+// TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout runs producers,
 // cancellers and a Stop at once on the real clock, then checks that every
 // timeout ended in exactly one way: its task ran exactly once and not early,
 // or it was cancelled by one Cancel, or it was returned by Stop. Nothing is
 // lost and nothing runs twice.
-func TestConcurrentScheduleCancelAndStopAccountForEveryTimeout(t *testing.T) {
+func TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout(t *testing.T) {
 	const producers, perProducer = 8, 3000
 	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(64))
 	require.NoError(t, err)
@@ -121,9 +121,9 @@ func TestConcurrentScheduleCancelAndStopAccountForEveryTimeout(t *testing.T) {
 		len(created), expired, userCancelled.Load(), len(stopped), rejected.Load())
 }
 
-// TestNewTimeoutRacingStopLeavesNoTimeoutInLimbo hammers the window between
+// TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo hammers the window between
 // NewTimeout's check of the timer's state and its push.
-func TestNewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
+func TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
 	for round := range 20 {
 		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
 		require.NoError(t, err)
@@ -168,7 +168,7 @@ func TestNewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
 	}
 }
 
-func TestConcurrentStopsAllWaitForTheWorker(t *testing.T) {
+func TestGuarantee7ConcurrentStopsAllWaitForTheWorker(t *testing.T) {
 	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
 	require.NoError(t, err)
 	release := make(chan struct{})

@@ -24,7 +24,7 @@ import (
 // to that bucket when Netty's remainingRounds,
 // (deadline/tick - current tick) / wheel length, has run down to zero.
 
-func TestTimeoutRunsAtTheEndOfItsDeadlineTick(t *testing.T) {
+func TestGuarantee1TimeoutRunsAtTheEndOfItsDeadlineTick(t *testing.T) {
 	const tick = 100 * time.Millisecond
 	// The run time does not depend on the wheel: with one bucket every
 	// timeout is visited every tick, with eight a turn is 800ms, with 512
@@ -79,7 +79,7 @@ func testRunTimes(t *testing.T, tick time.Duration, wheel int) {
 	}
 }
 
-func TestTimeoutsDueInOneTickRunTogether(t *testing.T) {
+func TestGuarantee1TimeoutsDueInOneTickRunTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(200*time.Millisecond))
 		start := time.Now()
@@ -101,7 +101,7 @@ func countRunsPerTick(tick time.Duration) (record func(), ranPerTick *[4]atomic.
 	return func() { ranPerTick[time.Since(start)/tick].Add(1) }, ranPerTick
 }
 
-func TestAtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
+func TestGuarantee8AtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond))
 		record, ranPerTick := countRunsPerTick(100 * time.Millisecond)
@@ -118,7 +118,7 @@ func TestAtMost100000TimeoutsAreTransferredPerTick(t *testing.T) {
 	})
 }
 
-func TestTimeoutsOverTheTransferCapAreTransferredInTheNextTicks(t *testing.T) {
+func TestGuarantee8TimeoutsOverTheTransferCapAreTransferredInTheNextTicks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Two ticks' transfers and more, due in an hour, then one due in a
 		// second: a worker out of budget takes the rest at the next ticks,
@@ -153,7 +153,7 @@ func TestWorkerIsNotWokenForEachTimeoutArrivingSlowly(t *testing.T) {
 	})
 }
 
-func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
+func TestGuarantee8CancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// As in Netty, timeouts cancelled while queued take a share of the
 		// tick's 100,000 transfers when the worker drops them. (Here they
@@ -175,7 +175,7 @@ func TestCancelledTimeoutsCountAgainstTheTransferCap(t *testing.T) {
 	})
 }
 
-func TestSleepingWorkerWakesForASoonerTimeout(t *testing.T) {
+func TestGuarantee1SleepingWorkerWakesForASoonerTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// With one timeout 10s away, the worker sleeps through the empty
 		// buckets between its visits to that timeout's bucket. Timeouts
@@ -223,11 +223,11 @@ func TestTickDurationAndWheelInEffect(t *testing.T) {
 	}
 }
 
-// TestRandomScheduleMatchesTheArithmetic schedules and cancels timeouts at
+// TestGuarantee1RandomScheduleMatchesTheArithmetic schedules and cancels timeouts at
 // random moments, with delays spanning many turns of a small wheel, and checks
 // each run time against the formula. It exercises the worker's skipped
 // visits, parking and wake-ups together.
-func TestRandomScheduleMatchesTheArithmetic(t *testing.T) {
+func TestGuarantee1RandomScheduleMatchesTheArithmetic(t *testing.T) {
 	const tick = 10 * time.Millisecond
 	for seed := range uint64(5) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {

@@ -68,7 +68,7 @@ func newLogger() (*slog.Logger, *logBuffer) {
 // clock of a synctest bubble, where they are exact and take no real time; the
 // real-clock ones are in realtime_test.go.
 
-func TestNewTimeoutDoesNotRunBeforeDelay(t *testing.T) {
+func TestGuarantee1NewTimeoutDoesNotRunBeforeDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		start := time.Now()
@@ -85,7 +85,7 @@ func TestNewTimeoutDoesNotRunBeforeDelay(t *testing.T) {
 	})
 }
 
-func TestNewTimeoutRunsAfterDelay(t *testing.T) {
+func TestGuarantee1NewTimeoutRunsAfterDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		start := time.Now()
@@ -120,14 +120,14 @@ func timerWithThreeExpired(t *testing.T) *hashedwheel.Timer {
 	return tm
 }
 
-func TestStopReturnsNothingWhenAllExpired(t *testing.T) {
+func TestGuarantee7StopReturnsNothingWhenAllExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := timerWithThreeExpired(t)
 		assert.Empty(t, tm.Stop(), "Stop returned timeouts although all had expired")
 	})
 }
 
-func TestStopCancelsAndReturnsPendingTimeouts(t *testing.T) {
+func TestGuarantee7StopCancelsAndReturnsPendingTimeouts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := hashedwheel.NewTimer()
 		require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestStopCancelsAndReturnsPendingTimeouts(t *testing.T) {
 	})
 }
 
-func TestCallsAfterStopReturnErrTimerStopped(t *testing.T) {
+func TestGuarantee7CallsAfterStopReturnErrTimerStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := timerWithThreeExpired(t)
 		tm.Stop()
@@ -171,7 +171,7 @@ func TestCallsAfterStopReturnErrTimerStopped(t *testing.T) {
 	})
 }
 
-func TestStopBeforeStartMakesTimerUnusable(t *testing.T) {
+func TestGuarantee7StopBeforeStartMakesTimerUnusable(t *testing.T) {
 	tm, err := hashedwheel.NewTimer()
 	require.NoError(t, err)
 	assert.Nil(t, tm.Stop())
@@ -267,7 +267,7 @@ func TestTaskExecutorRunsTasksOffTheWorker(t *testing.T) {
 	})
 }
 
-func TestTooManyPendingTimeoutsIsReturnedAtTheLimit(t *testing.T) {
+func TestGuarantee5TooManyPendingTimeoutsIsReturnedAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTicksPerWheel(32), hashedwheel.WithMaxPendingTimeouts(2))
 		mustSchedule(t, tm, 5*time.Second, func() {})
@@ -280,7 +280,7 @@ func TestTooManyPendingTimeoutsIsReturnedAtTheLimit(t *testing.T) {
 	})
 }
 
-func TestPendingLimitFreedByCancel(t *testing.T) {
+func TestGuarantee5PendingLimitFreedByCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTicksPerWheel(32), hashedwheel.WithMaxPendingTimeouts(2))
 		mustSchedule(t, tm, 5*time.Second, func() {})
@@ -294,7 +294,7 @@ func TestPendingLimitFreedByCancel(t *testing.T) {
 	})
 }
 
-func TestPendingLimitFreedByExpiry(t *testing.T) {
+func TestGuarantee5PendingLimitFreedByExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(25*time.Millisecond),
 			hashedwheel.WithTicksPerWheel(4), hashedwheel.WithMaxPendingTimeouts(2))
@@ -308,7 +308,7 @@ func TestPendingLimitFreedByExpiry(t *testing.T) {
 	})
 }
 
-func TestPendingTimeoutsCountsScheduledUntilExpiredOrCancelled(t *testing.T) {
+func TestGuarantee3PendingTimeoutsCountsScheduledUntilExpiredOrCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		a := mustSchedule(t, tm, 100*time.Minute, func() {})
@@ -326,7 +326,7 @@ func TestPendingTimeoutsCountsScheduledUntilExpiredOrCancelled(t *testing.T) {
 	})
 }
 
-func TestMaxDelayDoesNotOverflow(t *testing.T) {
+func TestGuarantee4MaxDelayDoesNotOverflow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		start := time.Now()
@@ -342,7 +342,7 @@ func TestMaxDelayDoesNotOverflow(t *testing.T) {
 	})
 }
 
-func TestPendingCountedOnceWhenCancelledInGoalTick(t *testing.T) {
+func TestGuarantee3PendingCountedOnceWhenCancelledInGoalTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		// Whichever task runs first blocks the worker while the others, due
@@ -377,7 +377,7 @@ func TestPendingCountedOnceWhenCancelledInGoalTick(t *testing.T) {
 	})
 }
 
-func TestCancelReturnsTrueOnlyOnce(t *testing.T) {
+func TestGuarantee3CancelReturnsTrueOnlyOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		to := mustSchedule(t, tm, time.Second, func() { t.Error("a cancelled timeout ran") })
@@ -398,7 +398,7 @@ func TestCancelReturnsTrueOnlyOnce(t *testing.T) {
 	})
 }
 
-func TestCancelAfterExpiryReturnsFalse(t *testing.T) {
+func TestGuarantee3CancelAfterExpiryReturnsFalse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t)
 		to := mustSchedule(t, tm, 0, func() {})
@@ -420,7 +420,7 @@ func TestNilTaskIsRejected(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestPanickingTaskIsLoggedAndWorkerGoesOn(t *testing.T) {
+func TestGuarantee6PanickingTaskIsLoggedAndWorkerGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logger, logs := newLogger()
 		tm := newTimer(t, hashedwheel.WithLogger(logger))
@@ -440,7 +440,7 @@ func TestPanickingTaskIsLoggedAndWorkerGoesOn(t *testing.T) {
 	})
 }
 
-func TestPanickingExecutorIsLoggedAndWorkerGoesOn(t *testing.T) {
+func TestGuarantee6PanickingExecutorIsLoggedAndWorkerGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logger, logs := newLogger()
 		var calls atomic.Int32
@@ -460,7 +460,7 @@ func TestPanickingExecutorIsLoggedAndWorkerGoesOn(t *testing.T) {
 	})
 }
 
-func TestStopFromTaskDoesNotDeadlock(t *testing.T) {
+func TestGuarantee7StopFromTaskDoesNotDeadlock(t *testing.T) {
 	for name, exec := range map[string]func(func()){
 		"worker":          nil,
 		"inline executor": func(task func()) { task() },
@@ -502,7 +502,7 @@ func TestStopFromTaskDoesNotDeadlock(t *testing.T) {
 	}
 }
 
-func TestStopWaitsForRunningTask(t *testing.T) {
+func TestGuarantee7StopWaitsForRunningTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := hashedwheel.NewTimer()
 		require.NoError(t, err)

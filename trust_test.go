@@ -20,7 +20,7 @@ import (
 // These tests reproduce what an adversarial soak of the timer found: misuse
 // that must fail loudly and corner cases of the guarantees.
 
-func TestPendingLimitNeverCountsRejectedCalls(t *testing.T) {
+func TestGuarantee5PendingLimitNeverCountsRejectedCalls(t *testing.T) {
 	// With a limit of 1, goroutines whose calls are rejected must never be
 	// counted, even for a moment: PendingTimeouts never reads above the
 	// limit, and they never take the slot that a Cancel frees.
@@ -54,7 +54,7 @@ func TestPendingLimitNeverCountsRejectedCalls(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestGoexitInATaskKeepsTheTransferCap(t *testing.T) {
+func TestGuarantee8GoexitInATaskKeepsTheTransferCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(100*time.Millisecond),
 			hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
@@ -80,7 +80,7 @@ type panickingHandler struct{ slog.Handler }
 func (panickingHandler) Enabled(context.Context, slog.Level) bool  { return true }
 func (panickingHandler) Handle(context.Context, slog.Record) error { panic("handler broke") }
 
-func TestPanickingLoggerDoesNotKillTheWorker(t *testing.T) {
+func TestGuarantee6PanickingLoggerDoesNotKillTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithLogger(slog.New(panickingHandler{})))
 		mustSchedule(t, tm, 0, func() { panic("task broke") })

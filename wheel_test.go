@@ -29,7 +29,7 @@ func linked(t *Timer) int {
 	return n
 }
 
-func TestCancelledTimeoutsAreUnlinkedAtTheNextTick(t *testing.T) {
+func TestGuarantee3CancelledTimeoutsAreUnlinkedAtTheNextTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(16))
 		require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestTaskCallingGoexitDoesNotStopTheWorker(t *testing.T) {
 	})
 }
 
-func TestSkippedTicksGetAFreshTransferBudget(t *testing.T) {
+func TestGuarantee8SkippedTicksGetAFreshTransferBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := NewTimer(WithTickDuration(10 * time.Millisecond))
 		require.NoError(t, err)
@@ -174,7 +174,7 @@ func TestSkippedTicksGetAFreshTransferBudget(t *testing.T) {
 	})
 }
 
-func TestHugeElapsedTimeDoesNotOverflowTickArithmetic(t *testing.T) {
+func TestGuarantee4HugeElapsedTimeDoesNotOverflowTickArithmetic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const tick = time.Duration(1 << 62) // about 146 years
 		tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(1))
@@ -357,7 +357,7 @@ type cancelCounter struct{ calls atomic.Int32 }
 func (c *cancelCounter) Run(*Timeout)       {}
 func (c *cancelCounter) Cancelled(*Timeout) { c.calls.Add(1) }
 
-func TestTimeoutTakenBackFromAStoppedTimerIsNotCancelled(t *testing.T) {
+func TestGuarantee7TimeoutTakenBackFromAStoppedTimerIsNotCancelled(t *testing.T) {
 	// A NewTimeout that pushes its timeout just as Stop comes takes it back
 	// and returns ErrTimerStopped (see scheduleTimeout). Its caller never
 	// gets the timeout, so the worker must not count it as cancelled, call
