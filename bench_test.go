@@ -41,11 +41,10 @@ const (
 	cancelDelay = 30 * time.Second
 )
 
-// nop and nopTask are the tasks of timeouts that should never run. They are
-// shared, so the benchmarks allocate no closure per operation.
+// nop, and nopTask (in helpers_test.go), are the tasks of timeouts that
+// should never run. They are shared, so the benchmarks allocate no closure
+// per operation.
 func nop() {}
-
-var nopTask = hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {})
 
 // BenchmarkScheduleCancel schedules a timeout 30s away and cancels it, on one
 // goroutine: alone, and with many long timeouts already pending (the cost
@@ -702,11 +701,6 @@ func drain(b *testing.B, tm *hashedwheel.Timer, n int, d time.Duration) {
 	require.NoError(b, err)
 	<-done
 }
-
-// processCPU returns the CPU time, user plus system, that all threads of the
-// process have used, and false where the platform cannot tell; then the
-// benchmarks report no CPU metrics. rusage_test.go sets it on Unix.
-var processCPU = func() (time.Duration, bool) { return 0, false }
 
 // cpuMeter adds up the process CPU time of the intervals between its start
 // and stop calls: the benchmark's goroutines, the wheel's worker, the

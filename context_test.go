@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"go/version"
-	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -22,50 +21,12 @@ import (
 
 // The tests below port, in their own words, what Go's context tests
 // (src/context/x_test.go and context_test.go) check of WithDeadline and
-// WithTimeout, run against Timer.WithDeadline and Timer.WithTimeout; then
-// what is the wheel's own: exact timing on the fake clock, the timeout's
-// accounting, and the deadline surviving Stop and the pending limit.
-
-const ctxTick = 10 * time.Millisecond
-
-// withTimeoutFunc is the signature of context.WithTimeout and of
-// Timer.WithTimeout.
-type withTimeoutFunc = func(context.Context, time.Duration) (context.Context, context.CancelFunc)
-
-// otherContext hides the type of the context it wraps, as a context made by
-// another package would.
-type otherContext struct{ context.Context }
-
-// isDone reports whether ctx.Done() is closed, without waiting.
-func isDone(ctx context.Context) bool {
-	select {
-	case <-ctx.Done():
-		return true
-	default:
-		return false
-	}
-}
-
-// waitDone waits for ctx to be done, on the real clock, and fails the test
-// if it takes more than lateBound.
-func waitDone(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	timer := time.NewTimer(lateBound)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-	case <-timer.C:
-		t.Fatalf("%s: not done after %v", name, lateBound)
-	}
-}
-
-// requireDoneWith checks that ctx is done, now, with err and cause.
-func requireDoneWith(t *testing.T, ctx context.Context, err, cause error) {
-	t.Helper()
-	require.True(t, isDone(ctx), "context not done")
-	assert.Equal(t, err, ctx.Err(), "Err")
-	assert.Equal(t, cause, context.Cause(ctx), "Cause")
-}
+// WithTimeout, run against Timer.WithDeadline and Timer.WithTimeout
+// (guarantee 16), with exact timing on the fake clock and the timeout's
+// accounting. Trees of contexts are in context_tree_test.go, the deadline
+// kept when the wheel cannot keep it (guarantee 17) in
+// context_fallback_test.go, and the comparison with the standard library's
+// Err and Cause in context_std_test.go.
 
 func TestGuarantee16WithDeadlineIsDoneAtTheFirstTickAtOrAfterItsDeadline(t *testing.T) {
 	tests := []struct {
@@ -240,9 +201,6 @@ func TestGuarantee16CancelIsIdempotentAndSafeForConcurrentUse(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
-type ctxKey1 int
-type ctxKey2 int
-
 func TestGuarantee16ValueIsTheParents(t *testing.T) {
 	tm := newTimer(t)
 	k1, k2, k3 := ctxKey1(1), ctxKey2(1), ctxKey2(3)
@@ -334,65 +292,6 @@ func TestGuarantee16ParentCancelledConcurrentlyWithCreation(t *testing.T) {
 		cancel()
 	}
 	assert.Zero(t, tm.PendingTimeouts())
-}
-
-func TestGuarantee16ChildFinishesFirst(t *testing.T) {
-	// XTestChildFinishesFirst: cancelling the child leaves its parent alone.
-	tm := newTimer(t)
-	cancellable, stop := context.WithCancel(context.Background())
-	defer stop()
-	own, stopOwn := tm.WithTimeout(context.Background(), time.Hour)
-	defer stopOwn()
-	for name, parent := range map[string]context.Context{
-		"Background": context.Background(), "WithCancel": cancellable, "Timer.WithTimeout": own,
-	} {
-		ctx, cancel := tm.WithTimeout(parent, 30*time.Minute)
-		ctx.Done()
-		require.False(t, isDone(ctx), name)
-		cancel()
-		requireDoneWith(t, ctx, context.Canceled, context.Canceled)
-		assert.False(t, isDone(parent), name)
-		assert.NoError(t, parent.Err(), name)
-	}
-}
-
-func TestGuarantee16CancellationReachesDescendantsAtOnce(t *testing.T) {
-	// Synchronous, as in the context package: from a wheel context to wheel
-	// contexts below it, also through a context.WithValue, and to context
-	// package contexts derived from one; and from any parent to a wheel
-	// context, as soon as that is asked. (From a context package context to
-	// a wheel context below it, the link is context.AfterFunc, whose
-	// goroutine closes the Done channel.)
-	tm := newTimer(t)
-	root, cancelRoot := tm.WithTimeout(context.Background(), time.Hour)
-	own, cancelOwn := tm.WithTimeout(root, 30*time.Minute)
-	defer cancelOwn()
-	ownDone := own.Done()
-	below, cancelBelow := tm.WithTimeout(context.WithValue(own, ctxKey1(1), 1), 10*time.Minute)
-	defer cancelBelow()
-	belowDone := below.Done()
-	child, cancelChild := context.WithCancel(below)
-	defer cancelChild()
-	childDone := child.Done()
-
-	cancelRoot()
-	for name, done := range map[string]<-chan struct{}{
-		"wheel child": ownDone, "wheel grandchild, through WithValue": belowDone, "context package child": childDone,
-	} {
-		select {
-		case <-done:
-		default:
-			t.Errorf("%s: not done when its ancestor's cancel returned", name)
-		}
-	}
-	requireDoneWith(t, child, context.Canceled, context.Canceled)
-
-	parent, cancelParent := context.WithCancel(context.Background())
-	ctx, cancel := tm.WithTimeout(parent, time.Hour)
-	defer cancel()
-	cancelParent()
-	assert.True(t, isDone(ctx), "a context package parent's cancellation not seen by Done")
-	assert.Equal(t, context.Canceled, ctx.Err())
 }
 
 func TestGuarantee16DerivedContextsSeeDeadlineExceeded(t *testing.T) {
@@ -563,147 +462,65 @@ func TestGuarantee16ErrIsSetOnlyOnceDoneIsClosed(t *testing.T) {
 	}
 }
 
-func TestGuarantee16SimultaneousCancels(t *testing.T) {
-	// TestSimultaneousCancels, with the wheel's contexts and the context
-	// package's mixed in one tree.
-	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
-	root, cancel := tm.WithTimeout(context.Background(), time.Hour)
-	cancels := map[context.Context]context.CancelFunc{root: cancel}
-	queue := []context.Context{root}
-	for len(queue) != 0 && len(cancels) < 100 {
-		parent := queue[0]
-		queue = queue[1:]
-		for i := range 4 {
-			var ctx context.Context
-			var cancel context.CancelFunc
-			if i%2 == 0 {
-				ctx, cancel = tm.WithTimeout(parent, time.Hour)
-			} else {
-				ctx, cancel = context.WithCancel(parent)
+// TestGuarantee16ErrIsSetOnlyOnceDoneIsClosedUnderEachParent ports Go's
+// TestContextErrDoneRace (go.dev/issue/75533) with a Background, a
+// context.WithCancel and a wheel parent.
+func TestGuarantee16ErrIsSetOnlyOnceDoneIsClosedUnderEachParent(t *testing.T) {
+	tm := newTimer(t)
+	for _, parent := range []string{"Background", "WithCancel", "wheel"} {
+		for range 200 {
+			var p context.Context = context.Background()
+			switch parent {
+			case "WithCancel":
+				var c context.CancelFunc
+				p, c = context.WithCancel(p)
+				defer c()
+			case "wheel":
+				var c context.CancelFunc
+				p, c = tm.WithTimeout(p, 2*time.Hour)
+				defer c()
 			}
-			cancels[ctx] = cancel
-			queue = append(queue, ctx)
+			ctx, cancel := tm.WithTimeout(p, time.Hour)
+			donec := ctx.Done()
+			go cancel()
+			for ctx.Err() == nil {
+			}
+			select {
+			case <-donec:
+			default:
+				t.Fatalf("%s: ctx.Err is non-nil, but ctx.Done is not closed", parent)
+			}
 		}
 	}
-	var wg sync.WaitGroup
-	for _, cancel := range cancels {
-		wg.Go(cancel)
-	}
-	for ctx := range cancels {
-		waitDone(t, ctx, "a context of the tree")
-		assert.Equal(t, context.Canceled, ctx.Err())
-	}
-	wg.Wait()
-	assert.Zero(t, tm.PendingTimeouts())
 }
 
-func TestGuarantee16InterlockedCancels(t *testing.T) {
+// withoutCancelKey is a context key of the test's own type.
+type withoutCancelKey struct{}
+
+// TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline: context.WithoutCancel of a wheel context
+// keeps its values and drops its deadline and cancellation.
+func TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline(t *testing.T) {
 	tm := newTimer(t)
-	parent, cancelParent := tm.WithTimeout(context.Background(), time.Hour)
-	child, cancelChild := tm.WithTimeout(parent, 2*time.Hour)
-	go func() {
-		<-parent.Done()
-		cancelChild()
-	}()
-	cancelParent()
-	waitDone(t, child, "child")
-}
-
-func TestGuarantee16Layers(t *testing.T) {
-	// TestLayersCancel and TestLayersTimeout: random stacks of WithValue,
-	// WithCancel, context.WithTimeout and Timer.WithTimeout.
-	for _, timeout := range []bool{false, true} {
-		t.Run(fmt.Sprint("timeout=", timeout), func(t *testing.T) {
-			tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond))
-			seed := uint64(time.Now().UnixNano())
-			r := rand.New(rand.NewPCG(seed, seed))
-			type value int
-			var (
-				vals    []*value
-				cancels []context.CancelFunc
-				wheel   int
-				ctx     = context.Background()
-			)
-			for i := 0; i < 30 || wheel == 0 || len(cancels) == 0 || len(vals) == 0; i++ {
-				var cancel context.CancelFunc
-				d := time.Hour
-				if timeout {
-					d = time.Millisecond
-				}
-				switch r.IntN(4) {
-				case 0:
-					v := new(value)
-					ctx = context.WithValue(ctx, v, v)
-					vals = append(vals, v)
-				case 1:
-					ctx, cancel = context.WithCancel(ctx)
-				case 2:
-					ctx, cancel = context.WithTimeout(ctx, d)
-				case 3:
-					ctx, cancel = tm.WithTimeout(ctx, d)
-					wheel++
-				}
-				if cancel != nil {
-					cancels = append(cancels, cancel)
-				}
-			}
-			defer func() {
-				for _, cancel := range cancels {
-					cancel()
-				}
-			}()
-			checkValues := func(when string) {
-				for _, key := range vals {
-					assert.Equal(t, key, ctx.Value(key), "seed %d, %s", seed, when)
-				}
-			}
-			// Not checked: fmt.Sprint(ctx). The context package names the
-			// parent of its context "context.stopCtx" when that parent has
-			// an AfterFunc method, as the wheel's contexts do.
-			checkValues("before cancel")
-			if timeout {
-				waitDone(t, ctx, fmt.Sprint("stack of seed ", seed))
-				checkValues("after timeout")
-				return
-			}
-			require.False(t, isDone(ctx), "seed %d: done before cancel", seed)
-			cancels[r.IntN(len(cancels))]()
-			// Not at once: where a context package context is cancelled
-			// below a wheel context with context package contexts above it,
-			// these learn of it on the goroutine of context.AfterFunc.
-			waitDone(t, ctx, fmt.Sprint("stack of seed ", seed))
-			checkValues("after cancel")
-		})
+	key, value := withoutCancelKey{}, "value"
+	ctx := context.WithValue(context.Background(), key, value)
+	ctx, cancel := tm.WithTimeout(ctx, time.Hour)
+	ctx = context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); !d.IsZero() || ok {
+		t.Errorf("Deadline = %v, %v", d, ok)
 	}
-}
-
-// customDoneContext has a Done channel of its own, so that the context
-// package cannot see through it.
-type customDoneContext struct {
-	context.Context
-	donec chan struct{}
-}
-
-func (c *customDoneContext) Done() <-chan struct{} { return c.donec }
-
-func TestGuarantee16CustomContextPropagation(t *testing.T) {
-	// TestCustomContextPropagation: a parent of another package, with a Done
-	// channel of its own.
-	tm := newTimer(t)
-	cause := errors.New("TestCustomContextPropagation")
-	donec := make(chan struct{})
-	ctx1, cancel1 := context.WithCancelCause(context.Background())
-	ctx2 := &customDoneContext{Context: ctx1, donec: donec}
-	ctx3, cancel3 := tm.WithTimeout(ctx2, time.Hour)
-	defer cancel3()
-	ctx3.Done()
-
-	cancel1(cause)
-	close(donec)
-
-	waitDone(t, ctx3, "child of a custom context")
-	assert.Equal(t, context.Canceled, ctx3.Err())
-	assert.Equal(t, cause, context.Cause(ctx3))
+	if ctx.Done() != nil {
+		t.Errorf("Done non-nil")
+	}
+	cancel()
+	if err := ctx.Err(); err != nil {
+		t.Errorf("Err = %v", err)
+	}
+	if v := ctx.Value(key); v != value {
+		t.Errorf("Value = %v", v)
+	}
+	if c := context.Cause(ctx); c != nil {
+		t.Errorf("Cause = %v", c)
+	}
 }
 
 func TestGuarantee16AfterFuncOnTheContext(t *testing.T) {
@@ -895,109 +712,5 @@ func TestContextAllocs(t *testing.T) {
 		}, 3},
 	} {
 		assert.Equal(t, tt.want, testing.AllocsPerRun(100, tt.f), tt.name)
-	}
-}
-
-func TestGuarantee17StopKeepsThePendingContextsDeadline(t *testing.T) {
-	// Guarantee 17: the context's timeout is pending, Stop cancels and
-	// returns it, and the context is still done exactly at its deadline.
-	synctest.Test(t, func(t *testing.T) {
-		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(ctxTick))
-		require.NoError(t, err)
-		start := time.Now()
-		ctx, cancel := tm.WithTimeout(context.Background(), 95*time.Millisecond)
-		defer cancel()
-		ctx.Done()
-		other, cancelOther := tm.WithTimeout(context.Background(), time.Hour)
-		require.Equal(t, int64(2), tm.PendingTimeouts())
-		time.Sleep(40 * time.Millisecond)
-
-		stopped := tm.Stop()
-		require.Len(t, stopped, 2)
-		for _, to := range stopped {
-			assert.True(t, to.IsCancelled())
-		}
-		assert.Zero(t, tm.PendingTimeouts())
-		require.False(t, isDone(ctx), "Stop made the context done")
-
-		time.Sleep(55*time.Millisecond - time.Nanosecond)
-		synctest.Wait()
-		require.False(t, isDone(ctx), "done before its deadline")
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		requireDoneWith(t, ctx, context.DeadlineExceeded, context.DeadlineExceeded)
-		assert.Equal(t, 95*time.Millisecond, time.Since(start))
-
-		// A context cancelled after Stop releases its runtime timer: the
-		// bubble would not end with it pending an hour.
-		cancelOther()
-		requireDoneWith(t, other, context.Canceled, context.Canceled)
-	})
-}
-
-func TestGuarantee17StoppedTimerKeepsTheDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(ctxTick))
-		require.NoError(t, err)
-		tm.Stop()
-		start := time.Now()
-		ctx, cancel := tm.WithTimeout(context.Background(), 25*time.Millisecond)
-		defer cancel()
-		dl, _ := ctx.Deadline()
-		assert.True(t, dl.Equal(start.Add(25*time.Millisecond)))
-		<-ctx.Done()
-		assert.Equal(t, 25*time.Millisecond, time.Since(start), "the runtime's timer is exact")
-		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
-
-		ctx, cancel = tm.WithDeadline(context.Background(), time.Now().Add(time.Hour))
-		cancel()
-		assert.Equal(t, context.Canceled, ctx.Err())
-	})
-}
-
-func TestGuarantee17PendingLimitKeepsTheDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick), hashedwheel.WithMaxPendingTimeouts(1))
-		start := time.Now()
-		first, cancelFirst := tm.WithTimeout(context.Background(), time.Hour)
-		defer cancelFirst()
-		ctx, cancel := tm.WithTimeout(context.Background(), 25*time.Millisecond)
-		defer cancel()
-		assert.Equal(t, int64(1), tm.PendingTimeouts(), "the second context is kept off the wheel")
-		<-ctx.Done()
-		assert.Equal(t, 25*time.Millisecond, time.Since(start))
-		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
-		assert.False(t, isDone(first))
-	})
-}
-
-func TestGuarantee17StopRacingContexts(t *testing.T) {
-	// Contexts made and cancelled while another goroutine stops the timer
-	// all end done, with the error they should have, and no timeout is
-	// left behind.
-	for range 20 {
-		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		ctxs := make([]context.Context, 200)
-		cancels := make([]context.CancelFunc, len(ctxs))
-		wg.Go(func() {
-			for i := range ctxs {
-				ctxs[i], cancels[i] = tm.WithTimeout(context.Background(), time.Duration(i%5)*time.Millisecond)
-				if i%3 == 0 {
-					cancels[i]()
-				}
-			}
-		})
-		tm.Stop()
-		wg.Wait()
-		for i, ctx := range ctxs {
-			waitDone(t, ctx, fmt.Sprint("context ", i))
-			if i%3 != 0 && i%5 != 0 {
-				assert.Equal(t, context.DeadlineExceeded, ctx.Err(), "context %d", i)
-			}
-			cancels[i]()
-		}
-		assert.Zero(t, tm.PendingTimeouts())
 	}
 }

@@ -116,34 +116,6 @@ func TestIdleConnectionIsClosedAfterTheLimitNotBefore(t *testing.T) {
 	})
 }
 
-func TestGuarantee11ResetWhileTheTaskRunsReturnsFalse(t *testing.T) {
-	// The case examples/idle handles when Reset returns false: a line came,
-	// but the timeout fired and its task is closing the connection.
-	synctest.Test(t, func(t *testing.T) {
-		timer := newTimer(t, hashedwheel.WithTickDuration(10*time.Millisecond))
-		closing, release := make(chan struct{}), make(chan struct{})
-		var runs atomic.Int32
-		idle, err := timer.AfterFunc(300*time.Millisecond, func() {
-			runs.Add(1)
-			close(closing)
-			<-release // a slow close
-		})
-		require.NoError(t, err)
-		deadline := idle.Deadline()
-		<-closing
-		assert.False(t, time.Now().Before(deadline), "the idle task ran before its deadline")
-		assert.False(t, idle.Reset(300*time.Millisecond), "Reset of a timeout whose task is running")
-		assert.Equal(t, deadline, idle.Deadline(), "a failed Reset changed the deadline")
-		assert.False(t, idle.Cancel(), "Cancel of a timeout whose task is running")
-		assert.True(t, idle.IsExpired())
-		close(release)
-		time.Sleep(time.Second)
-		synctest.Wait()
-		assert.Equal(t, int32(1), runs.Load(), "the idle task ran again after a failed Reset")
-		assert.False(t, idle.Reset(time.Millisecond), "Reset after the task ran")
-	})
-}
-
 func TestCancelResultCountsEachRequestExactlyOnce(t *testing.T) {
 	// examples/deadline: whichever of the work and the deadline ends first
 	// counts the request, and Cancel's result alone decides which.

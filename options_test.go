@@ -1,6 +1,7 @@
 package hashedwheel_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -80,5 +81,31 @@ func TestNonPositiveMaxPendingMeansUnlimited(t *testing.T) {
 		}
 		assert.Equal(t, int64(1000), tm.PendingTimeouts())
 		assert.Len(t, tm.Stop(), 1000)
+	}
+}
+
+func TestTickDurationAndWheelInEffect(t *testing.T) {
+	tests := []struct {
+		tick      time.Duration
+		wheel     int
+		wantTick  time.Duration
+		wantWheel int
+	}{
+		{100 * time.Millisecond, 512, 100 * time.Millisecond, 512},
+		{time.Nanosecond, 1, time.Millisecond, 1},
+		{999 * time.Microsecond, 3, time.Millisecond, 4},
+		{time.Millisecond, 513, time.Millisecond, 1024},
+		{time.Second, 1 << 20, time.Second, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v,%d", tt.tick, tt.wheel), func(t *testing.T) {
+			logger, _ := newLogger()
+			tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(tt.tick),
+				hashedwheel.WithTicksPerWheel(tt.wheel), hashedwheel.WithLogger(logger))
+			require.NoError(t, err)
+			defer tm.Stop()
+			assert.Equal(t, tt.wantTick, tm.TickDuration())
+			assert.Equal(t, tt.wantWheel, tm.TicksPerWheel())
+		})
 	}
 }

@@ -2,8 +2,10 @@ package hashedwheel_test
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,12 +16,63 @@ import (
 	"github.com/hashedwheel/hashedwheel"
 )
 
+// These tests hold guarantee 12: periodic timeouts, made with
+// NewPeriodicTimeout and Every. Their allocations are counted in
+// alloc_test.go.
+
 // periodicModes are the three ways a Timer runs tasks: on its worker, on a
 // WithTaskWorkers pool, and through a WithTaskExecutor.
 var periodicModes = map[string][]hashedwheel.Option{
 	"worker":   nil,
 	"pool":     {hashedwheel.WithTaskWorkers(2)},
 	"executor": {hashedwheel.WithTaskExecutor(func(task func()) { go task() })},
+}
+
+func TestGuarantee12PeriodicRunsAtEveryPeriodWithoutDrift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t)
+		log := &runLog{start: start}
+		var self []*hashedwheel.Timeout
+		var mu sync.Mutex
+		to, err := tm.NewPeriodicTimeout(hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
+			log.record()
+			mu.Lock()
+			self = append(self, to)
+			mu.Unlock()
+		}), 25*time.Millisecond)
+		require.NoError(t, err)
+		// Run k is due at k*25ms and runs at the end of that deadline's tick.
+		const periods = 200
+		time.Sleep(periods*25*time.Millisecond + time.Millisecond)
+		var want []time.Duration
+		for k := 1; k <= periods; k++ {
+			if at := runEnd(time.Duration(k) * 25 * time.Millisecond); at <= periods*25*time.Millisecond {
+				want = append(want, at)
+			}
+		}
+		assert.Equal(t, want, log.runs())
+		assert.False(t, to.IsExpired())
+		assert.Equal(t, int64(1), tm.PendingTimeouts())
+		// Run 200, due at 5000ms, runs at 5010ms: it is the next one.
+		assert.Equal(t, start.Add(200*25*time.Millisecond), to.Deadline(), "Deadline is the next run's")
+		for _, s := range self {
+			require.Same(t, to, s, "Run got another *Timeout")
+		}
+	})
+}
+
+func TestGuarantee12PeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t)
+		log := &runLog{start: start}
+		_, err := tm.Every(jobTick, log.record)
+		require.NoError(t, err)
+		time.Sleep(105 * time.Millisecond)
+		// Due at 10ms, 20ms, ...: each at the end of its tick, a tick later.
+		assert.Equal(t, []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond,
+			50 * time.Millisecond, 60 * time.Millisecond, 70 * time.Millisecond, 80 * time.Millisecond,
+			90 * time.Millisecond, 100 * time.Millisecond}, log.runs())
+	})
 }
 
 // TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns holds guarantee 12:
@@ -50,6 +103,175 @@ func TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns(t *testing.T) 
 			})
 		})
 	}
+}
+
+func TestGuarantee12PeriodicSkipsRunsAfterASlowRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t, hashedwheel.WithTaskWorkers(2))
+		log := &runLog{start: start}
+		var n atomic.Int32
+		_, err := tm.Every(25*time.Millisecond, func() {
+			log.record()
+			if n.Add(1) == 1 {
+				time.Sleep(70 * time.Millisecond) // the first run is slow
+			}
+		})
+		require.NoError(t, err)
+		time.Sleep(150 * time.Millisecond)
+		// Run 1 starts at 30ms and returns at 100ms. Runs 2 (50ms) and 3
+		// (75ms) fell more than a period behind and are skipped; run 4,
+		// due at 100ms, runs at once (110ms); run 5 (125ms) at 130ms.
+		assert.Equal(t, []time.Duration{30 * time.Millisecond, 110 * time.Millisecond, 130 * time.Millisecond}, log.runs())
+	})
+}
+
+func TestGuarantee12PeriodicRunsNeverOverlap(t *testing.T) {
+	for name, opt := range map[string]hashedwheel.Option{
+		"pool":     hashedwheel.WithTaskWorkers(4),
+		"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, _ := startedTimer(t, opt)
+				var inFlight, overlaps, runs atomic.Int32
+				_, err := tm.Every(jobTick, func() {
+					if inFlight.Add(1) > 1 {
+						overlaps.Add(1)
+					}
+					runs.Add(1)
+					time.Sleep(35 * time.Millisecond) // longer than the period
+					inFlight.Add(-1)
+				})
+				require.NoError(t, err)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				assert.Zero(t, overlaps.Load())
+				assert.Greater(t, runs.Load(), int32(10))
+				tm.Stop()
+				// Stop does not wait for a run on an executor's goroutine.
+				time.Sleep(time.Second)
+			})
+		})
+	}
+}
+
+// TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp: guarantee 12 says runs that
+// fall more than one period behind are skipped, never run back to back to
+// catch up. A periodic timeout already linked for its next run while another
+// task blocks the worker must run once when the worker catches up, not twice
+// at the same instant.
+func TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
+		require.NoError(t, tm.Start())
+		start := time.Now()
+
+		var mu sync.Mutex
+		var runs []time.Duration
+		// Runs at 2ms (due 1.5ms), then is linked for the run due at 3ms.
+		_, err := tm.Every(1500*time.Microsecond, func() {
+			mu.Lock()
+			runs = append(runs, time.Since(start))
+			mu.Unlock()
+		})
+		require.NoError(t, err)
+		// Blocks the worker from 3ms (the end of tick 2) to 10ms.
+		release := make(chan struct{})
+		mustSchedule(t, tm, 2500*time.Microsecond, func() { <-release })
+
+		time.Sleep(10 * time.Millisecond)
+		close(release)
+		synctest.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, runs)
+		assert.Equal(t, 2*time.Millisecond, runs[0])
+		for i := 1; i < len(runs); i++ {
+			assert.NotEqual(t, runs[i-1], runs[i], "two runs at %v, back to back; all runs: %v", runs[i], runs)
+		}
+	})
+}
+
+// TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker: the skip at
+// hand-out must use the time of the hand-out. A periodic timeout due in the
+// same tick as a task that blocks the worker, and handed out after it, must
+// run once when the worker is released, not twice at the same instant.
+func TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
+		require.NoError(t, tm.Start())
+		start := time.Now()
+
+		// Both are due in tick 1, which ends at 2ms; the blocking task is
+		// scheduled first. It blocks the worker from 2ms to 8ms.
+		release := make(chan struct{})
+		mustSchedule(t, tm, time.Millisecond, func() { <-release })
+		var mu sync.Mutex
+		var runs []time.Duration
+		_, err := tm.Every(time.Millisecond, func() {
+			mu.Lock()
+			runs = append(runs, time.Since(start))
+			mu.Unlock()
+		})
+		require.NoError(t, err)
+
+		time.Sleep(8 * time.Millisecond)
+		close(release)
+		synctest.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, runs)
+		for i := 1; i < len(runs); i++ {
+			assert.NotEqual(t, runs[i-1], runs[i], "two runs at %v, back to back; all runs: %v", runs[i], runs)
+		}
+	})
+}
+
+func TestGuarantee12PeriodicCancelFromItsOwnTaskStopsLaterRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t)
+		var runs atomic.Int32
+		cancelled := make(chan bool, 1)
+		_, err := tm.NewPeriodicTimeout(hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
+			if runs.Add(1) == 3 {
+				cancelled <- to.Cancel()
+			}
+		}), 20*time.Millisecond)
+		require.NoError(t, err)
+		assert.True(t, <-cancelled)
+		time.Sleep(time.Second)
+		assert.Equal(t, int32(3), runs.Load())
+		assert.Zero(t, tm.PendingTimeouts())
+	})
+}
+
+func TestGuarantee12PeriodicResetMovesTheNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t)
+		log := &runLog{start: start}
+		to, err := tm.Every(100*time.Millisecond, log.record)
+		require.NoError(t, err)
+		time.Sleep(150 * time.Millisecond) // run 1 at 110ms
+		require.True(t, to.Reset(33*time.Millisecond))
+		time.Sleep(250 * time.Millisecond)
+		// Next due at 183ms, then every 100ms from there: 283ms, 383ms;
+		// each runs at the end of its tick.
+		assert.Equal(t, []time.Duration{110 * time.Millisecond, 190 * time.Millisecond, 290 * time.Millisecond,
+			390 * time.Millisecond}, log.runs())
+	})
+}
+
+func TestGuarantee12StopReturnsPeriodicTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t)
+		to, err := tm.Every(20*time.Millisecond, func() {})
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		assert.Equal(t, []*hashedwheel.Timeout{to}, tm.Stop())
+		assert.True(t, to.IsCancelled())
+	})
 }
 
 // TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned holds guarantees 11 and 12
@@ -137,4 +359,61 @@ func TestGuarantee12PooledPeriodicRunIsNeverBackToBack(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestGuarantee12PooledPeriodicRunCancelledBeforeItStartsDoesNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
+		release := make(chan struct{})
+		// Holds the pool from 10ms: a tick before the run is handed out,
+		// as the order within a tick is not promised.
+		mustSchedule(t, tm, 5*time.Millisecond, func() { <-release })
+		var runs atomic.Int32
+		p, err := tm.Every(15*time.Millisecond, func() { runs.Add(1) })
+		require.NoError(t, err)
+		time.Sleep(25 * time.Millisecond) // the run, handed out at 20ms, waits
+		require.True(t, p.Cancel())
+		close(release)
+		time.Sleep(100 * time.Millisecond)
+		assert.Zero(t, runs.Load(), "a run handed out before Cancel started after it")
+	})
+}
+
+func TestGuarantee12PanickingExecutorDoesNotStrandAPeriodicTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
+			hashedwheel.WithTaskExecutor(func(task func()) {
+				if calls.Add(1) == 1 {
+					panic("executor queue full")
+				}
+				task()
+			}))
+		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 1)}
+		to, err := tm.NewPeriodicTimeout(task, 50*time.Millisecond)
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		// The run handed out at 60ms was lost with the panic; the timeout
+		// came back for the runs due at 100ms, 150ms, ..., 950ms.
+		assert.Equal(t, int32(18), task.ran.Load())
+		require.True(t, to.Cancel())
+		time.Sleep(20 * time.Millisecond)
+		assert.Len(t, task.cancelled, 1, "Cancelled not called within a tick")
+	})
+}
+
+func TestInvalidPeriodIsRejected(t *testing.T) {
+	tm := newTimer(t)
+	for _, p := range []time.Duration{0, -time.Second} {
+		_, err := tm.Every(p, func() {})
+		assert.ErrorIs(t, err, hashedwheel.ErrInvalidPeriod)
+		assert.ErrorContains(t, err, p.String())
+		_, err = tm.NewPeriodicTimeout(hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {}), p)
+		assert.ErrorIs(t, err, hashedwheel.ErrInvalidPeriod)
+	}
+	_, err := tm.Every(time.Second, nil)
+	assert.ErrorIs(t, err, hashedwheel.ErrNilTask)
+	_, err = tm.NewPeriodicTimeout(nil, time.Second)
+	assert.ErrorIs(t, err, hashedwheel.ErrNilTask)
+	assert.Zero(t, tm.PendingTimeouts())
 }

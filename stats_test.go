@@ -1,14 +1,62 @@
 package hashedwheel_test
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hashedwheel/hashedwheel"
 )
+
+// These tests hold guarantee 15: Stats.
+
+func TestGuarantee15StatsCountWhatTheWorkerDid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t)
+		for range 3 {
+			mustSchedule(t, tm, 15*time.Millisecond, func() {}) // run at 20ms
+		}
+		mustSchedule(t, tm, time.Second, func() {}).Cancel()
+		mustSchedule(t, tm, time.Hour, func() {})
+		// A task that blocks the worker from 60ms to 110ms, so that the
+		// timeout due at 75ms is handed out at 110ms, 35ms late.
+		mustSchedule(t, tm, 50*time.Millisecond, func() { time.Sleep(50 * time.Millisecond) })
+		mustSchedule(t, tm, 75*time.Millisecond, func() {})
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		s := tm.Stats()
+		assert.Equal(t, hashedwheel.Stats{
+			Pending:     1,
+			Expired:     5,
+			Cancelled:   1,
+			Ticks:       s.Ticks,
+			Wakeups:     s.Wakeups,
+			Late:        1,
+			MaxLateness: 35 * time.Millisecond,
+		}, s)
+		// Ticks 0 to 18 ended by 190ms; the worker slept through some.
+		assert.Positive(t, s.Ticks)
+		assert.LessOrEqual(t, s.Ticks, uint64(19))
+		assert.Positive(t, s.Wakeups)
+
+		periodic, err := tm.Every(20*time.Millisecond, func() {})
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		require.True(t, periodic.Cancel())
+		tm.Stop()
+		after := tm.Stats()
+		assert.Zero(t, after.Pending)
+		assert.Equal(t, uint64(5+4), after.Expired, "runs at 230, 250, 270 and 290ms")
+		assert.Equal(t, uint64(3), after.Cancelled, "two by Cancel and one by Stop")
+		assert.GreaterOrEqual(t, after.Ticks, s.Ticks, "counters only grow")
+		assert.GreaterOrEqual(t, after.Wakeups, s.Wakeups)
+	})
+}
 
 // TestGuarantee15StatsCountARunBeforeItsTaskStarts holds guarantee 15: a run is counted
 // in Expired before its task starts, so a task that blocks the worker (or an
@@ -32,4 +80,65 @@ func TestGuarantee15StatsCountARunBeforeItsTaskStarts(t *testing.T) {
 			})
 		})
 	}
+}
+
+// countingCancel counts its Cancelled calls.
+type countingCancel struct{ calls atomic.Int64 }
+
+func (c *countingCancel) Run(*hashedwheel.Timeout)       {}
+func (c *countingCancel) Cancelled(*hashedwheel.Timeout) { c.calls.Add(1) }
+
+func TestGuarantee15StatsCountEachCancelledTimeoutOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Timeouts cancelled while queued (dropped as the worker takes the
+		// queue, or kept for their Cancelled call), periodic ones cancelled
+		// while queued, ones cancelled in a bucket, and ones Stop cancels:
+		// Stats counts each exactly once, and each CancelledTask hears of
+		// its cancellation once.
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(jobTick))
+		require.NoError(t, err)
+		defer tm.Stop()
+		const goroutines, each = 4, 5_000
+		var notified countingCancel
+		linked := make(chan *hashedwheel.Timeout, goroutines*each)
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				for i := range each {
+					switch i % 5 {
+					case 0:
+						mustSchedule(t, tm, time.Hour, func() {}).Cancel()
+					case 1:
+						to, err := tm.NewTimeout(&notified, time.Hour)
+						require.NoError(t, err)
+						to.Cancel()
+					case 2:
+						to, err := tm.Every(time.Hour, func() {})
+						require.NoError(t, err)
+						to.Cancel()
+					case 3:
+						linked <- mustSchedule(t, tm, time.Hour, func() {})
+					case 4:
+						mustSchedule(t, tm, time.Hour, func() {}) // left to Stop
+					}
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(jobTick) // every timeout reaches the wheel or is dropped
+		synctest.Wait()
+		close(linked)
+		for to := range linked {
+			require.True(t, to.Cancel())
+		}
+		time.Sleep(jobTick)
+		synctest.Wait()
+		const perKind = goroutines * each / 5
+		assert.Equal(t, uint64(4*perKind), tm.Stats().Cancelled, "all but those left to Stop")
+		assert.Equal(t, int64(perKind), notified.calls.Load())
+
+		assert.Len(t, tm.Stop(), perKind)
+		assert.Equal(t, uint64(5*perKind), tm.Stats().Cancelled)
+		assert.Equal(t, int64(perKind), notified.calls.Load())
+	})
 }

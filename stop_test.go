@@ -1,7 +1,9 @@
 package hashedwheel_test
 
 import (
-	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,27 +14,227 @@ import (
 	"github.com/hashedwheel/hashedwheel"
 )
 
-// TestGuarantee17ContextIsDoneAtItsDeadlineWhileStopWaitsForThePool holds guarantee 17
-// while Stop waits: a context pending when Stop is called falls back to the
-// runtime's timer at once, and is done at its deadline even though Stop
-// waits for a pooled task that runs long after it.
-func TestGuarantee17ContextIsDoneAtItsDeadlineWhileStopWaitsForThePool(t *testing.T) {
+// These tests hold guarantee 7: Stop.
+
+// timerWithThreeExpired returns a timer whose three 1ms timeouts have run,
+// as Netty's shutdown tests start.
+func timerWithThreeExpired(t *testing.T) *hashedwheel.Timer {
+	t.Helper()
+	tm, err := hashedwheel.NewTimer()
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		mustSchedule(t, tm, time.Millisecond, wg.Done)
+	}
+	wg.Wait()
+	return tm
+}
+
+func TestGuarantee7StopReturnsNothingWhenAllExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tm := newTimer(t, hashedwheel.WithTickDuration(10*time.Millisecond), hashedwheel.WithTaskWorkers(1))
-		start := time.Now()
-		// Runs on the pool from 100ms to 1.1s.
-		mustSchedule(t, tm, 95*time.Millisecond, func() { time.Sleep(time.Second) })
-		ctx, cancel := tm.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-
-		time.Sleep(200 * time.Millisecond)
-		stopped := make(chan []*hashedwheel.Timeout)
-		go func() { stopped <- tm.Stop() }()
-
-		<-ctx.Done()
-		assert.Equal(t, 300*time.Millisecond, time.Since(start), "when the context was done")
-		assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
-		require.Len(t, <-stopped, 1, "Stop returns the context's timeout")
-		assert.Equal(t, 1100*time.Millisecond, time.Since(start), "Stop returns when the pooled task has")
+		tm := timerWithThreeExpired(t)
+		assert.Empty(t, tm.Stop(), "Stop returned timeouts although all had expired")
 	})
+}
+
+func TestGuarantee7StopCancelsAndReturnsPendingTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := hashedwheel.NewTimer()
+		require.NoError(t, err)
+		var ran atomic.Int32
+		var scheduled []*hashedwheel.Timeout
+		for range 5 {
+			scheduled = append(scheduled, mustSchedule(t, tm, 5*time.Second, func() { ran.Add(1) }))
+		}
+		cancelledEarly := scheduled[0]
+		require.True(t, cancelledEarly.Cancel())
+		time.Sleep(time.Second)
+
+		stopped := tm.Stop()
+		assert.ElementsMatch(t, scheduled[1:], stopped,
+			"Stop must return exactly the timeouts still pending, not the one cancelled before")
+		for _, to := range stopped {
+			assert.True(t, to.IsCancelled(), "a timeout returned by Stop is not cancelled")
+			assert.False(t, to.Cancel(), "Cancel succeeded on a timeout Stop cancelled")
+		}
+		assert.Zero(t, tm.PendingTimeouts())
+		assert.Nil(t, tm.Stop(), "a second Stop returned timeouts")
+
+		time.Sleep(10 * time.Second)
+		assert.Zero(t, ran.Load(), "a task ran after Stop")
+	})
+}
+
+func TestGuarantee7CallsAfterStopReturnErrTimerStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := timerWithThreeExpired(t)
+		tm.Stop()
+
+		to, err := tm.AfterFunc(time.Millisecond, func() { t.Error("task ran on a stopped timer") })
+		assert.ErrorIs(t, err, hashedwheel.ErrTimerStopped)
+		assert.Nil(t, to)
+		to, err = tm.NewTimeout(hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {}), time.Millisecond)
+		assert.ErrorIs(t, err, hashedwheel.ErrTimerStopped)
+		assert.Nil(t, to)
+		assert.ErrorIs(t, tm.Start(), hashedwheel.ErrTimerStopped)
+		assert.Zero(t, tm.PendingTimeouts(), "a rejected timeout was counted as pending")
+	})
+}
+
+func TestGuarantee7StopBeforeStartMakesTimerUnusable(t *testing.T) {
+	tm, err := hashedwheel.NewTimer()
+	require.NoError(t, err)
+	assert.Nil(t, tm.Stop())
+	assert.Nil(t, tm.Stop())
+	assert.ErrorIs(t, tm.Start(), hashedwheel.ErrTimerStopped)
+	_, err = tm.AfterFunc(time.Millisecond, func() {})
+	assert.ErrorIs(t, err, hashedwheel.ErrTimerStopped)
+}
+
+func TestGuarantee7StopFromTaskDoesNotDeadlock(t *testing.T) {
+	for name, exec := range map[string]func(func()){
+		"worker":          nil,
+		"inline executor": func(task func()) { task() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var opts []hashedwheel.Option
+				if exec != nil {
+					opts = append(opts, hashedwheel.WithTaskExecutor(exec))
+				}
+				tm, err := hashedwheel.NewTimer(opts...)
+				require.NoError(t, err)
+				stopReturned := make(chan []*hashedwheel.Timeout, 1)
+				// Two timeouts due in the same tick: whichever runs first
+				// stops the timer, and the other, behind it, is cancelled.
+				// Which one runs first is not promised.
+				var ran atomic.Int32
+				stopOrFail := func() {
+					if ran.Add(1) == 1 {
+						stopReturned <- tm.Stop()
+						return
+					}
+					t.Error("a task ran after Stop")
+				}
+				first := mustSchedule(t, tm, 0, stopOrFail)
+				second := mustSchedule(t, tm, 0, stopOrFail)
+				later := mustSchedule(t, tm, time.Second, func() { t.Error("a task ran after Stop") })
+
+				assert.Nil(t, <-stopReturned, "Stop from a task must return nil")
+				assert.Nil(t, tm.Stop(), "Stop after Stop must return nil")
+				// The second Stop waited for the worker, which cancelled the rest.
+				assert.NotEqual(t, first.IsCancelled(), second.IsCancelled(), "not exactly one of the same tick's timeouts cancelled")
+				assert.True(t, later.IsCancelled())
+				assert.Zero(t, tm.PendingTimeouts())
+				_, err = tm.AfterFunc(0, func() {})
+				assert.ErrorIs(t, err, hashedwheel.ErrTimerStopped)
+			})
+		})
+	}
+}
+
+func TestGuarantee7StopWaitsForRunningTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := hashedwheel.NewTimer()
+		require.NoError(t, err)
+		started := make(chan struct{})
+		var finished atomic.Bool
+		mustSchedule(t, tm, 0, func() {
+			close(started)
+			time.Sleep(time.Second)
+			finished.Store(true)
+		})
+		<-started
+		tm.Stop()
+		assert.True(t, finished.Load(), "Stop returned while a task was still running")
+	})
+}
+
+func TestGuarantee7ConcurrentStopsAllWaitForTheWorker(t *testing.T) {
+	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var finished atomic.Bool
+	mustSchedule(t, tm, 0, func() {
+		close(started)
+		<-release
+		finished.Store(true)
+	})
+	for range 10 {
+		mustSchedule(t, tm, time.Hour, func() {})
+	}
+	<-started
+
+	var wg sync.WaitGroup
+	var returned atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			returned.Add(int64(len(tm.Stop())))
+			assert.True(t, finished.Load(), "a Stop returned before the worker exited")
+		})
+	}
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int64(10), returned.Load(), "the pending timeouts must be returned once, by one Stop")
+}
+
+// TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo hammers the window between
+// NewTimeout's check of the timer's state and its push.
+func TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
+	for round := range 20 {
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		results := make([][]*hashedwheel.Timeout, 4)
+		ready := make(chan struct{})
+		for g := range results {
+			wg.Go(func() {
+				<-ready
+				for {
+					to, err := tm.AfterFunc(time.Duration(g)*time.Millisecond, func() {})
+					if errors.Is(err, hashedwheel.ErrTimerStopped) {
+						return
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					results[g] = append(results[g], to)
+				}
+			})
+		}
+		close(ready)
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		stopped := tm.Stop()
+		wg.Wait()
+
+		inStop := make(map[*hashedwheel.Timeout]bool)
+		for _, to := range stopped {
+			inStop[to] = true
+		}
+		for _, tos := range results {
+			for _, to := range tos {
+				if !to.IsExpired() && !to.IsCancelled() {
+					t.Fatalf("round %d: timeout left pending after Stop: %v", round, to)
+				}
+				if to.IsCancelled() {
+					assert.True(t, inStop[to], "round %d: a timeout cancelled by Stop was not returned by it", round)
+				}
+			}
+		}
+		assert.Zero(t, tm.PendingTimeouts())
+	}
+}
+
+func TestGuarantee7StopReturnsPromptlyOnTheRealClock(t *testing.T) {
+	tm, err := hashedwheel.NewTimer()
+	require.NoError(t, err)
+	for range 5 {
+		mustSchedule(t, tm, 5*time.Second, func() { t.Error("ran after Stop") })
+	}
+	begin := time.Now()
+	stopped := tm.Stop()
+	assert.Len(t, stopped, 5)
+	assert.Less(t, time.Since(begin), lateBound, "Stop of an idle timer must not wait for a tick")
 }

@@ -1,7 +1,6 @@
 package hashedwheel_test
 
 import (
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -119,80 +118,4 @@ func TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout(t *test
 	assert.Zero(t, tm.PendingTimeouts())
 	t.Logf("created %d: expired %d, cancelled %d by Cancel and %d by Stop; rejected after Stop %d",
 		len(created), expired, userCancelled.Load(), len(stopped), rejected.Load())
-}
-
-// TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo hammers the window between
-// NewTimeout's check of the timer's state and its push.
-func TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
-	for round := range 20 {
-		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		results := make([][]*hashedwheel.Timeout, 4)
-		ready := make(chan struct{})
-		for g := range results {
-			wg.Go(func() {
-				<-ready
-				for {
-					to, err := tm.AfterFunc(time.Duration(g)*time.Millisecond, func() {})
-					if errors.Is(err, hashedwheel.ErrTimerStopped) {
-						return
-					}
-					if !assert.NoError(t, err) {
-						return
-					}
-					results[g] = append(results[g], to)
-				}
-			})
-		}
-		close(ready)
-		time.Sleep(time.Duration(round%5) * time.Millisecond)
-		stopped := tm.Stop()
-		wg.Wait()
-
-		inStop := make(map[*hashedwheel.Timeout]bool)
-		for _, to := range stopped {
-			inStop[to] = true
-		}
-		for _, tos := range results {
-			for _, to := range tos {
-				if !to.IsExpired() && !to.IsCancelled() {
-					t.Fatalf("round %d: timeout left pending after Stop: %v", round, to)
-				}
-				if to.IsCancelled() {
-					assert.True(t, inStop[to], "round %d: a timeout cancelled by Stop was not returned by it", round)
-				}
-			}
-		}
-		assert.Zero(t, tm.PendingTimeouts())
-	}
-}
-
-func TestGuarantee7ConcurrentStopsAllWaitForTheWorker(t *testing.T) {
-	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))
-	require.NoError(t, err)
-	release := make(chan struct{})
-	started := make(chan struct{})
-	var finished atomic.Bool
-	mustSchedule(t, tm, 0, func() {
-		close(started)
-		<-release
-		finished.Store(true)
-	})
-	for range 10 {
-		mustSchedule(t, tm, time.Hour, func() {})
-	}
-	<-started
-
-	var wg sync.WaitGroup
-	var returned atomic.Int64
-	for range 4 {
-		wg.Go(func() {
-			returned.Add(int64(len(tm.Stop())))
-			assert.True(t, finished.Load(), "a Stop returned before the worker exited")
-		})
-	}
-	close(release)
-	wg.Wait()
-	assert.Equal(t, int64(10), returned.Load(), "the pending timeouts must be returned once, by one Stop")
 }

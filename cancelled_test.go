@@ -1,0 +1,134 @@
+package hashedwheel_test
+
+import (
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// These tests hold guarantee 13: the Cancelled callback of a CancelledTask.
+
+func TestGuarantee13CancelledTaskIsToldOnceWithinATick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t)
+		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 10)}
+		// Most likely cancelled still queued; but the worker drains new
+		// timeouts early, and may have linked it already, which tells it
+		// at the end of the tick, at 10ms.
+		queued, err := tm.NewTimeout(task, time.Second)
+		require.NoError(t, err)
+		require.True(t, queued.Cancel())
+		assert.False(t, queued.Cancel())
+		assert.Same(t, queued, <-task.cancelled)
+		assert.LessOrEqual(t, time.Since(start), jobTick, "told later than the next tick")
+
+		linked, err := tm.NewTimeout(task, time.Second)
+		require.NoError(t, err)
+		time.Sleep(25 * time.Millisecond) // in its bucket now
+		cancelAt := time.Now()
+		require.True(t, linked.Cancel())
+		assert.Same(t, linked, <-task.cancelled)
+		assert.Equal(t, 5*time.Millisecond, time.Since(cancelAt), "told later than the next tick")
+
+		// Told at the end of the tick, at 30ms (or 40ms): runs due 20ms and
+		// 40ms later run at the end of their ticks, before the Cancel 55ms
+		// later.
+		periodic, err := tm.NewPeriodicTimeout(task, 20*time.Millisecond)
+		require.NoError(t, err)
+		time.Sleep(55 * time.Millisecond)
+		require.True(t, periodic.Cancel())
+		assert.Same(t, periodic, <-task.cancelled)
+
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Empty(t, task.cancelled, "Cancelled called more than once")
+		assert.Equal(t, int32(2), task.ran.Load(), "the periodic timeout ran twice before its Cancel")
+	})
+}
+
+func TestGuarantee13CancelledTaskIsToldBeforeStopReturnsAndNotForStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t)
+		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 10)}
+		var cancelled []*hashedwheel.Timeout
+		for range 3 {
+			to, err := tm.NewTimeout(task, time.Second)
+			require.NoError(t, err)
+			cancelled = append(cancelled, to)
+		}
+		time.Sleep(25 * time.Millisecond)
+		kept, err := tm.NewTimeout(task, time.Second)
+		require.NoError(t, err)
+		for _, to := range cancelled {
+			require.True(t, to.Cancel())
+		}
+		// Stop before the worker got to the cancellations.
+		assert.Equal(t, []*hashedwheel.Timeout{kept}, tm.Stop())
+		got := map[*hashedwheel.Timeout]bool{}
+		for len(task.cancelled) > 0 {
+			got[<-task.cancelled] = true
+		}
+		assert.Len(t, got, 3)
+		for _, to := range cancelled {
+			assert.True(t, got[to])
+		}
+	})
+}
+
+// panickyCancel panics in Cancelled.
+type panickyCancel struct{}
+
+func (panickyCancel) Run(*hashedwheel.Timeout)       {}
+func (panickyCancel) Cancelled(*hashedwheel.Timeout) { panic("cancel broke") }
+
+func TestGuarantee13PanicInCancelledIsRecoveredAndLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newLogger()
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger))
+		to, err := tm.NewTimeout(panickyCancel{}, time.Second)
+		require.NoError(t, err)
+		require.True(t, to.Cancel())
+		var ran atomic.Bool
+		mustSchedule(t, tm, 50*time.Millisecond, func() { ran.Store(true) })
+		time.Sleep(100 * time.Millisecond)
+		assert.True(t, ran.Load(), "the worker stopped after Cancelled panicked")
+		tm.Stop()
+		assert.Contains(t, logs.String(), "cancel broke")
+	})
+}
+
+// goexitOnCancel calls runtime.Goexit in its first Cancelled call, as
+// t.FailNow in a test's callback does.
+type goexitOnCancel struct{ calls atomic.Int32 }
+
+func (g *goexitOnCancel) Run(*hashedwheel.Timeout) {}
+
+func (g *goexitOnCancel) Cancelled(*hashedwheel.Timeout) {
+	if g.calls.Add(1) == 1 {
+		runtime.Goexit()
+	}
+}
+
+func TestGuarantee13GoexitInCancelledDuringStopLosesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
+		time.Sleep(5 * time.Millisecond)
+		b := mustSchedule(t, tm, time.Hour+10*time.Millisecond, func() {}) // bucket 1
+		task := &goexitOnCancel{}
+		a, err := tm.NewTimeout(task, time.Hour+60*time.Millisecond) // bucket 6
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond) // both linked by the end of the tick
+		synctest.Wait()
+		require.True(t, a.Cancel())
+		assert.Equal(t, []*hashedwheel.Timeout{b}, tm.Stop())
+		assert.Equal(t, int32(1), task.calls.Load(), "Cancelled calls")
+	})
+}

@@ -1,0 +1,77 @@
+package hashedwheel
+
+import (
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stalledReset does what Reset(0) does on a goroutine that is preempted
+// between the state change that marks the timeout queued and its push to the
+// changes queue (Go may preempt there). finish does the rest.
+func stalledReset(t *testing.T, to *Timeout) (finish func()) {
+	s := to.state.Load()
+	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&stBusy == 0 && s&phaseMask == stInit,
+		"want a linked, unqueued, pending timeout; state %#x", s)
+	require.True(t, to.state.CompareAndSwap(s, s|stBusy|stReset))
+	atomic.StoreInt64(&to.deadline, to.timer.elapsed())
+	require.True(t, to.state.CompareAndSwap(s|stBusy|stReset, s|stReset|stQueued))
+	return func() {
+		to.timer.changes.push(to)
+		to.timer.wakeWorker()
+	}
+}
+
+func TestPeriodicInTheChangesQueueIsNotHandedOut(t *testing.T) {
+	// A periodic timeout reset to an earlier deadline is due while the
+	// Reset's push to the changes queue is stalled. Handing its run out then
+	// would put it in a shard queue, and the push then in the changes queue
+	// too, through the same next field, breaking both queues. The worker
+	// must wait until the changes queue gives it back.
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		require.NoError(t, tm.Start())
+		w, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		var runs atomic.Int32
+		p, err := tm.Every(50*time.Millisecond, func() {
+			if runs.Add(1) == 1 {
+				w.Cancel() // pushes to the changes queue from the run
+			}
+		})
+		require.NoError(t, err)
+		// Past the first tick, at whose end the worker links p at the
+		// latest (it may take new timeouts earlier only while they arrive
+		// fast).
+		time.Sleep(15 * time.Millisecond)
+		synctest.Wait()
+		finish := stalledReset(t, p)
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Zero(t, runs.Load(), "ran while still in the changes queue")
+		finish()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Positive(t, runs.Load(), "never ran once out of the changes queue")
+
+		var zRan atomic.Bool
+		z, err := tm.AfterFunc(time.Hour, func() { zRan.Store(true) })
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+		require.True(t, z.Reset(30*time.Millisecond))
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		assert.True(t, zRan.Load(), "a timeout reset earlier did not run: the changes queue is broken")
+		done := make(chan struct{})
+		go func() {
+			tm.Stop()
+			close(done)
+		}()
+		<-done
+	})
+}

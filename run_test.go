@@ -1,0 +1,124 @@
+package hashedwheel_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// These tests check how tasks are run: through a WithTaskExecutor, and what
+// happens when a task, an executor or the logger panics (guarantee 6).
+
+func TestTasksRunOnTaskExecutor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var executed atomic.Int32
+		exec := func(task func()) {
+			task()
+			executed.Add(1)
+		}
+		tm := newTimer(t,
+			hashedwheel.WithTickDuration(100*time.Millisecond),
+			hashedwheel.WithTicksPerWheel(32),
+			hashedwheel.WithMaxPendingTimeouts(2),
+			hashedwheel.WithTaskExecutor(exec))
+		ran := make(chan bool, 1)
+		to, err := tm.NewTimeout(hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
+			ran <- to.IsExpired()
+		}), 10*time.Millisecond)
+		require.NoError(t, err)
+		assert.True(t, <-ran, "IsExpired must be true when the task runs")
+		synctest.Wait()
+		assert.Equal(t, int32(1), executed.Load(), "the task was not run through the executor")
+		assert.True(t, to.IsExpired())
+	})
+}
+
+func TestTaskExecutorRunsTasksOffTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		tm := newTimer(t, hashedwheel.WithTickDuration(10*time.Millisecond),
+			hashedwheel.WithTaskExecutor(func(task func()) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					task()
+				}()
+			}))
+		start := time.Now()
+		// The first task blocks for a second. On the worker it would delay
+		// the second; through this executor it must not.
+		release := make(chan struct{})
+		mustSchedule(t, tm, 0, func() { <-release })
+		secondAt := make(chan time.Duration, 1)
+		mustSchedule(t, tm, 20*time.Millisecond, func() { secondAt <- time.Since(start) })
+		assert.Equal(t, 30*time.Millisecond, <-secondAt)
+		close(release)
+		wg.Wait()
+	})
+}
+
+func TestGuarantee6PanickingTaskIsLoggedAndWorkerGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newLogger()
+		tm := newTimer(t, hashedwheel.WithLogger(logger))
+		bad := mustSchedule(t, tm, 0, func() { panic("boom") })
+		ran := make(chan struct{})
+		mustSchedule(t, tm, 0, func() { close(ran) })
+		<-ran
+		assert.True(t, bad.IsExpired())
+		out := logs.String()
+		assert.Contains(t, out, "panicked")
+		assert.Contains(t, out, "boom")
+		assert.Contains(t, out, "hashedwheel.Timeout(")
+
+		later := make(chan struct{})
+		mustSchedule(t, tm, time.Second, func() { close(later) })
+		<-later
+	})
+}
+
+func TestGuarantee6PanickingExecutorIsLoggedAndWorkerGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newLogger()
+		var calls atomic.Int32
+		tm := newTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(task func()) {
+			if calls.Add(1) == 1 {
+				panic("executor full")
+			}
+			task()
+		}))
+		dropped := mustSchedule(t, tm, 0, func() { t.Error("the task whose executor panicked ran") })
+		time.Sleep(200 * time.Millisecond)
+		ran := make(chan struct{})
+		mustSchedule(t, tm, 0, func() { close(ran) })
+		<-ran
+		assert.True(t, dropped.IsExpired())
+		assert.Contains(t, logs.String(), "executor full")
+	})
+}
+
+// panickingHandler is a slog.Handler whose Handle panics.
+type panickingHandler struct{ slog.Handler }
+
+func (panickingHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (panickingHandler) Handle(context.Context, slog.Record) error { panic("handler broke") }
+
+func TestGuarantee6PanickingLoggerDoesNotKillTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithLogger(slog.New(panickingHandler{})))
+		mustSchedule(t, tm, 0, func() { panic("task broke") })
+		var ran atomic.Bool
+		mustSchedule(t, tm, time.Second, func() { ran.Store(true) })
+		time.Sleep(2 * time.Second)
+		assert.True(t, ran.Load(), "the worker stopped after a logger panicked")
+	})
+}

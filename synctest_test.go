@@ -1,0 +1,87 @@
+package hashedwheel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// These tests check a Timer and testing/synctest bubbles (guarantee 10): a
+// Timer made in a bubble runs on its fake clock, and one used across a
+// bubble's border fails with ErrClockMismatch rather than keep deadlines
+// decades off.
+
+func TestTimerStartedOutsideABubbleFailsInside(t *testing.T) {
+	tm := newTimer(t)
+	require.NoError(t, tm.Start())
+	synctest.Test(t, func(t *testing.T) {
+		_, err := tm.AfterFunc(time.Hour, func() {})
+		require.ErrorIs(t, err, hashedwheel.ErrClockMismatch)
+		assert.Contains(t, err.Error(), "synctest")
+	})
+}
+
+func TestTimerStartedInABubbleFailsOutside(t *testing.T) {
+	// A goroutine outside the bubble uses a Timer and a Timeout of the
+	// bubble: its deadlines would be decades off.
+	outside := make(chan *hashedwheel.Timeout)
+	results := make(chan error)
+	go func() {
+		to := <-outside
+		_, err := to.Timer().AfterFunc(time.Hour, func() {})
+		if to.Reset(time.Second) {
+			err = errors.New("Reset from outside the bubble returned true")
+		}
+		results <- err
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t)
+		outside <- mustSchedule(t, tm, time.Hour, func() {})
+		assert.ErrorIs(t, <-results, hashedwheel.ErrClockMismatch, "a Timer of a bubble used outside it")
+		assert.Equal(t, int64(1), tm.PendingTimeouts())
+	})
+}
+
+func TestTimerCreatedOutsideABubbleFailsToStartInside(t *testing.T) {
+	tm := newTimer(t)
+	synctest.Test(t, func(t *testing.T) {
+		_, err := tm.AfterFunc(time.Hour, func() {})
+		require.ErrorIs(t, err, hashedwheel.ErrClockMismatch)
+		assert.Contains(t, err.Error(), "synctest")
+		assert.ErrorIs(t, tm.Start(), hashedwheel.ErrClockMismatch)
+	})
+}
+
+// TestGuarantee17TimerFromOutsideTheBubbleKeepsAContextsDeadline: a shared
+// timer made outside a bubble cannot keep a deadline inside it, so a context
+// made there falls back to the runtime's timer: done at its deadline, never
+// before, and done when its parent is cancelled.
+func TestGuarantee17TimerFromOutsideTheBubbleKeepsAContextsDeadline(t *testing.T) {
+	tm := newTimer(t, hashedwheel.WithTickDuration(ctxTick))
+	_ = tm.Start()
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ctx, cancel := tm.WithTimeout(context.Background(), 25*time.Millisecond)
+		defer cancel()
+		<-ctx.Done()
+		if d := time.Since(start); d < 25*time.Millisecond {
+			t.Fatalf("done after %v", d)
+		}
+		if ctx.Err() != context.DeadlineExceeded {
+			t.Fatal(ctx.Err())
+		}
+		p, cp := context.WithCancel(context.Background())
+		ctx2, cancel2 := tm.WithDeadline(p, time.Now().Add(time.Hour))
+		defer cancel2()
+		d2 := ctx2.Done()
+		cp()
+		<-d2
+	})
+}

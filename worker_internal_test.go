@@ -1,0 +1,224 @@
+package hashedwheel
+
+import (
+	"bytes"
+	"log/slog"
+	"runtime"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests look inside the worker. They read worker-owned state only after
+// synctest.Wait, which returns once the worker is durably blocked and orders
+// its writes before the reads.
+
+// linked counts the timeouts in the wheel's buckets.
+func linked(t *Timer) int {
+	n := 0
+	for i := range t.wheel {
+		for to := t.wheel[i].head; to != nil; to = to.bucketNext {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGuarantee3CancelledTimeoutsAreUnlinkedAtTheNextTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(16))
+		require.NoError(t, err)
+		defer tm.Stop()
+		var timeouts []*Timeout
+		for i := range 1000 {
+			to, err := tm.AfterFunc(time.Duration(i+1)*time.Second, func() {})
+			require.NoError(t, err)
+			timeouts = append(timeouts, to)
+		}
+		time.Sleep(15 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 1000, linked(tm), "all timeouts should be in buckets after one tick")
+
+		for _, to := range timeouts[1:] {
+			require.True(t, to.Cancel())
+		}
+		assert.Equal(t, int64(1), tm.PendingTimeouts(), "Cancel counts a timeout out at once")
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 1, linked(tm), "cancelled timeouts must leave their buckets within a tick")
+	})
+}
+
+func TestIdleWorkerParksAndSleepsUntilSomethingIsDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(100*time.Millisecond), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		defer tm.Stop()
+		require.NoError(t, tm.Start())
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.True(t, tm.sleeping.Load(), "an idle worker must park")
+		assert.Zero(t, tm.tick, "a parked worker must not count ticks")
+
+		// One timeout 10s away lands in bucket (36000+100)&7 = 4 with 12
+		// rounds. The worker skips the visits at which it is not due and
+		// sleeps until tick 36100.
+		to, err := tm.AfterFunc(10*time.Second, func() {})
+		require.NoError(t, err)
+		time.Sleep(1050 * time.Millisecond)
+		synctest.Wait()
+		// Woken at 1h, the worker took tick 36000 from the clock, moved the
+		// timeout into its bucket, and sleeps until tick 36100 ends.
+		assert.Equal(t, int64(36001), tm.tick)
+		assert.True(t, tm.sleeping.Load())
+		// Stop at once, before the clock can move: the worker's next step
+		// then follows Stop, which orders it after the reads above.
+		assert.Equal(t, []*Timeout{to}, tm.Stop())
+	})
+}
+
+func TestWorkerSleepsThroughVisitsWithNothingDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		defer tm.Stop()
+		// Every bucket holds a timeout due in an hour, hundreds of turns
+		// away. Netty's worker would wake every tick to count them down.
+		for i := range 16 {
+			_, err := tm.AfterFunc(time.Hour+time.Duration(i)*10*time.Millisecond, func() {})
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int64(1), tm.tick, "the worker woke for ticks with nothing due")
+		assert.True(t, tm.sleeping.Load())
+		assert.Equal(t, 16, linked(tm))
+		assert.Len(t, tm.Stop(), 16)
+	})
+}
+
+func TestSparseWheelGoesToSleepWithoutWalkingIt(t *testing.T) {
+	// With 2^20 buckets and one timeout an hour away, each schedule and
+	// cancel wakes the worker, which then goes back to sleep. Finding the
+	// next due tick must look at the buckets that hold something, not at a
+	// million empty ones.
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTicksPerWheel(1<<20))
+		require.NoError(t, err)
+		defer tm.Stop()
+		_, err = tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		synctest.Wait()
+		before := tm.scanned
+		const rounds = 500
+		for i := range rounds {
+			to, err := tm.AfterFunc(time.Duration(i+1)*time.Second, func() {})
+			require.NoError(t, err)
+			synctest.Wait()
+			to.Cancel()
+			synctest.Wait()
+		}
+		// Two sleeps a round, each looking at the one or two buckets in use.
+		assert.LessOrEqual(t, tm.scanned-before, uint64(rounds*2*2))
+		assert.Equal(t, int64(1), tm.PendingTimeouts())
+	})
+}
+
+func TestGuarantee8SkippedTicksGetAFreshTransferBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10 * time.Millisecond))
+		require.NoError(t, err)
+		defer tm.Stop()
+		start := time.Now()
+		// Exactly one tick's budget, far away: the worker then sleeps.
+		for range maxTransfersPerTick {
+			_, err := tm.AfterFunc(time.Hour, func() {})
+			require.NoError(t, err)
+		}
+		time.Sleep(55 * time.Millisecond)
+		ranAt := make(chan time.Duration, 1)
+		_, err = tm.AfterFunc(0, func() { ranAt <- time.Since(start) })
+		require.NoError(t, err)
+		assert.Equal(t, 60*time.Millisecond, <-ranAt)
+	})
+}
+
+func TestGuarantee4HugeElapsedTimeDoesNotOverflowTickArithmetic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = time.Duration(1 << 62) // about 146 years
+		tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(1))
+		require.NoError(t, err)
+		to, err := tm.AfterFunc(0, func() {})
+		require.NoError(t, err)
+		time.Sleep(150 * 365 * 24 * time.Hour)
+		assert.True(t, to.IsExpired())
+		late, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		time.Sleep(time.Hour)
+		assert.False(t, late.IsExpired(), "the tick after 2^63ns never ends")
+		assert.Equal(t, []*Timeout{late}, tm.Stop())
+	})
+}
+
+// newTestLogger returns a logger and what it writes. Read the buffer only
+// after Stop: the worker logs, and Stop orders its writes before its return.
+func newTestLogger() (*slog.Logger, *bytes.Buffer) {
+	var b bytes.Buffer
+	return slog.New(slog.NewTextHandler(&b, nil)), &b
+}
+
+func TestTaskCallingGoexitDoesNotStopTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newTestLogger()
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithLogger(logger))
+		require.NoError(t, err)
+		// t.FailNow in a timer callback does this.
+		_, err = tm.AfterFunc(0, runtime.Goexit)
+		require.NoError(t, err)
+		sameTick, err := tm.AfterFunc(0, func() {})
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		assert.True(t, sameTick.IsExpired(), "the timeout behind the exiting task must still run")
+
+		later, err := tm.AfterFunc(10*time.Millisecond, func() {})
+		require.NoError(t, err)
+		pending, err := tm.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		time.Sleep(30 * time.Millisecond)
+		assert.True(t, later.IsExpired())
+		assert.Equal(t, []*Timeout{pending}, tm.Stop())
+		assert.Contains(t, logs.String(), "Goexit")
+	})
+}
+
+// BenchmarkTransferCancelled measures the worker alone: its cost per timeout
+// scheduled and cancelled before the worker took it, the common case of a
+// deadline that was not needed. The timer is never started; the benchmark
+// queues the same cancelled timeouts again and again and plays the worker.
+// worker-ns/op is the worker's share; ns/op also counts the pushes.
+func BenchmarkTransferCancelled(b *testing.B) {
+	tm, err := NewTimer()
+	require.NoError(b, err)
+	task := TimerFunc(func(*Timeout) {})
+	timeouts := make([]*Timeout, 2048) // about what the worker takes at a time
+	for i := range timeouts {
+		timeouts[i] = &Timeout{timer: tm, task: task}
+		timeouts[i].state.Store(stCancelled)
+	}
+	var worker time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(timeouts) {
+		for _, to := range timeouts[:min(len(timeouts), b.N-i)] {
+			tm.shardFor(to).timeouts.push(to)
+		}
+		tm.transferBudget = maxTransfersPerTick
+		start := time.Now()
+		tm.transferTimeoutsToBuckets()
+		worker += time.Since(start)
+	}
+	b.ReportMetric(float64(worker)/float64(b.N), "worker-ns/op")
+	require.Equal(b, uint64(b.N), tm.counters.cancelled)
+}
