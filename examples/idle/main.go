@@ -1,120 +1,118 @@
-// Command idle closes idle TCP connections with one shared hashedwheel.Timer.
+// Command idle closes in-memory sessions idle for a limit, with neither a
+// message from their client nor one to it, with one shared hashedwheel.Timer.
 //
-// A loopback server gives each connection an idle timeout and re-arms it with
-// Timeout.Reset on every line it reads: no allocation, no Cancel and
-// reschedule. If nothing arrives for idleLimit, the timeout's task closes the
-// connection. In-process clients show both ends: chatty ones keep their
-// connection open for longer than the limit and hang up themselves, quiet ones
-// go silent and get closed. At the end it prints the timer's Stats.
+// Each session is a chat or pub/sub client held in memory. Every message,
+// from it or to it, re-arms its idle deadline with Timeout.Reset, which does
+// not allocate; the deadline's task closes a session silent both ways for the
+// limit. A listener that only receives stays open: a read deadline would not.
+//
+// Use net.Conn.SetReadDeadline instead when a goroutine per connection reads
+// anyway and idle means "nothing was read": the runtime's poller keeps that
+// deadline at no extra cost, and a wheel gains nothing. A wheel pays when the
+// deadline follows what the poller does not see: writes too, messages in
+// memory, sessions that outlive a connection, or an event loop (examples/actor).
 //
 //	go run ./examples/idle
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"log"
-	"net"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
 )
 
-const idleLimit = 300 * time.Millisecond
+// client is how a simulated client uses its session: n messages gap apart,
+// sent by it or delivered to it; then it is quiet until it leaves.
+type client struct {
+	name       string
+	sends      bool // false: it only receives
+	n          int
+	gap, leave time.Duration
+}
+
+// result is how a session ended: its client left, it was closed idleFor
+// after its last message, or it could not start (err).
+type result struct {
+	messages int
+	left     bool
+	idleFor  time.Duration
+	err      error
+}
+
+// serve runs c's session until the client leaves or the session is closed.
+func serve(timer *hashedwheel.Timer, limit time.Duration, c client) (r result) {
+	closed := make(chan struct{})
+	idle, err := timer.AfterFunc(limit, func() { close(closed) })
+	if r.err = err; err != nil {
+		return r
+	}
+	last, sent := time.Now(), 0
+	messages := time.NewTicker(c.gap)
+	defer messages.Stop()
+	leave := time.After(c.leave)
+	for {
+		select {
+		case now := <-messages.C:
+			// A message either way is activity: re-arm. Reset returns false
+			// once the deadline has fired: the session is closing.
+			if sent++; sent <= c.n && idle.Reset(limit) {
+				r.messages, last = r.messages+1, now
+			}
+		case <-leave:
+			if r.left = idle.Cancel(); r.left { // false: it is closing
+				return r
+			}
+		case <-closed:
+			r.idleFor = time.Since(last)
+			return r
+		}
+	}
+}
+
+// serveAll serves the sessions of cs at once.
+func serveAll(timer *hashedwheel.Timer, limit time.Duration, cs []client) []result {
+	results := make([]result, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { results[i] = serve(timer, limit, c) })
+	}
+	wg.Wait()
+	return results
+}
+
+// clients are the demo's: two keep their sessions busy, one of them only
+// receiving, and one goes quiet after two messages.
+func clients() []client {
+	return []client{
+		{"talker", true, 10, 100 * time.Millisecond, 1050 * time.Millisecond},
+		{"listener", false, 10, 100 * time.Millisecond, 1050 * time.Millisecond},
+		{"quiet", true, 2, 100 * time.Millisecond, 1050 * time.Millisecond},
+	}
+}
 
 func main() {
-	// One timer for every connection; its 10ms tick is the idle limit's precision.
+	// One timer for every session; its 10ms tick is the idle limit's precision.
 	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return // the listener is closed
-			}
-			wg.Go(func() { serve(timer, conn) })
+	const limit = 300 * time.Millisecond
+	cs := clients()
+	for i, r := range serveAll(timer, limit, cs) {
+		switch c := cs[i]; {
+		case r.err != nil:
+			fmt.Printf("%-8s %v\n", c.name, r.err)
+		case r.left:
+			fmt.Printf("%-8s (sends: %-5v) left after %d messages\n", c.name, c.sends, r.messages)
+		default:
+			fmt.Printf("%-8s (sends: %-5v) closed after %d messages, idle for %v (limit %v)\n",
+				c.name, c.sends, r.messages, r.idleFor.Round(time.Millisecond), limit)
 		}
-	})
-
-	var clients sync.WaitGroup
-	addr := ln.Addr().String()
-	clients.Go(func() { client(addr, "chatty-1", 8, 100*time.Millisecond, true) })
-	clients.Go(func() { client(addr, "chatty-2", 4, 200*time.Millisecond, true) })
-	clients.Go(func() { client(addr, "quiet-1", 2, 50*time.Millisecond, false) })
-	clients.Go(func() { client(addr, "quiet-2", 3, 100*time.Millisecond, false) })
-	clients.Wait()
-
-	ln.Close()
-	wg.Wait()
-	timer.Stop()
-	s := timer.Stats()
-	fmt.Printf("stats: %d idle timeouts fired, %d cancelled, %d pending; "+
-		"worker: %d ticks, %d wake-ups, at most %v late\n",
-		s.Expired, s.Cancelled, s.Pending, s.Ticks, s.Wakeups, s.MaxLateness.Round(time.Millisecond))
-}
-
-// serve reads lines from conn until it is closed, for idleness by the timer or
-// by the client.
-func serve(timer *hashedwheel.Timer, conn net.Conn) {
-	last := time.Now()
-	idle, err := timer.AfterFunc(idleLimit, func() { conn.Close() })
-	if err != nil {
-		conn.Close()
-		return
 	}
-	name, lines := "?", 0
-	sc := bufio.NewScanner(conn)
-	for sc.Scan() {
-		if !idle.Reset(idleLimit) {
-			// Too late: the timeout fired and its task is closing conn (or it
-			// was cancelled). Drop the line; schedule no new timeout.
-			break
-		}
-		last = time.Now()
-		name, _, _ = strings.Cut(sc.Text(), " ")
-		lines++
-	}
-	// The read ended. If Cancel stops the timeout, the client hung up first
-	// and closing conn is ours; if not, the timeout's task closed it.
-	if idle.Cancel() {
-		conn.Close()
-		fmt.Printf("server: %s hung up after %d lines\n", name, lines)
-		return
-	}
-	fmt.Printf("server: closed %s, idle for %v after %d lines\n",
-		name, time.Since(last).Round(time.Millisecond), lines)
-}
-
-// client sends lines lines, gap apart. Then it hangs up, or it goes quiet and
-// waits for the server to close the connection.
-func client(addr, name string, lines int, gap time.Duration, hangUp bool) {
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer conn.Close()
-	start := time.Now()
-	for i := range lines {
-		time.Sleep(gap)
-		fmt.Fprintf(conn, "%s line %d\n", name, i+1)
-	}
-	if hangUp {
-		fmt.Printf("%s: sent %d lines in %v, %v apart; hanging up\n",
-			name, lines, time.Since(start).Round(time.Millisecond), gap)
-		return
-	}
-	last := time.Now()
-	conn.SetReadDeadline(last.Add(5 * time.Second)) // never wait forever
-	_, err = conn.Read(make([]byte, 1))             // io.EOF once the server closes
-	fmt.Printf("%s: went quiet after %d lines; the server closed the connection %v later (%v)\n",
-		name, lines, time.Since(last).Round(time.Millisecond), err)
+	timer.Stop()       // on every path: nothing above returns early
+	s := timer.Stats() // final once Stop has returned
+	fmt.Printf("timer: %d idle deadlines fired, %d cancelled\n", s.Expired, s.Cancelled)
 }
