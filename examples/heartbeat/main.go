@@ -1,124 +1,112 @@
-// Command heartbeat keeps loopback TCP links alive with heartbeats from one
-// shared hashedwheel.Timer, and closes a link whose peer stops answering.
+// Command heartbeat keeps links alive with heartbeats from one shared
+// hashedwheel.Timer, and closes a link whose peer stops answering.
 //
-// A hub pings each peer every period with Timer.Every and re-arms an idle
-// deadline with Timeout.Reset on each answer: a peer silent for deadAfter is
-// closed. Pings are written on the timer's pool (WithTaskWorkers): a write
-// blocked on a peer that stopped reading holds up one pool goroutine, for at
-// most its write deadline; not the worker, and not the other links while
-// another pool goroutine is free. One peer stops reading after a second; the
-// program ends after two.
+// A hub pings each peer every period with Timer.Every, and re-arms an idle
+// deadline with Timeout.Reset on each answer: a peer silent for 4 periods is
+// closed. Pings are written on the timer's pool (WithTaskWorkers), so a write
+// blocked on a peer that stopped reading holds up one pool goroutine, until
+// its write deadline, not the worker or the other links. The links are
+// net.Pipe connections, whose writes block until the peer reads, as a full
+// TCP buffer does. One peer stops reading after a second.
 //
 //	go run ./examples/heartbeat
 package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
 )
 
-const (
-	period    = 50 * time.Millisecond
-	deadAfter = 4 * period // no answer for this long: the peer is gone
-)
-
-var sent, answered atomic.Int64 // pings the hub wrote, answers it read
-
-func main() {
-	timer, err := hashedwheel.NewTimer(
-		hashedwheel.WithTickDuration(5*time.Millisecond),
-		hashedwheel.WithTaskWorkers(2))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer ln.Close()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, name := range []string{"peer-1", "peer-2", "stuck"} {
-		wg.Go(func() { peer(ln.Addr().String(), name, stop) })
-		conn, err := ln.Accept()
-		if err != nil {
-			log.Fatal(err)
-		}
-		wg.Go(func() { hub(timer, conn) })
-	}
-	time.Sleep(2 * time.Second)
-	close(stop) // the peers hang up
-	wg.Wait()
-	timer.Stop()
-	s := timer.Stats() // final once Stop has returned
-	fmt.Printf("hub: %d pings sent, %d answered; timer: %d task runs, at most %v late\n",
-		sent.Load(), answered.Load(), s.Expired, s.MaxLateness.Round(time.Millisecond))
+// link is what a hub saw of its peer.
+type link struct {
+	name     string
+	answered int
+	silent   time.Duration // how long the peer had been silent when closed; 0 if it hung up
+	err      error
 }
 
-// hub pings the peer on conn every period and closes conn when the peer has
+// hub pings the peer on conn every period and closes conn once the peer has
 // not answered for deadAfter.
-func hub(timer *hashedwheel.Timer, conn net.Conn) {
+func hub(timer *hashedwheel.Timer, name string, conn net.Conn, period, deadAfter time.Duration) (l link) {
 	defer conn.Close()
+	l.name = name
+	last := time.Now()
 	idle, err1 := timer.AfterFunc(deadAfter, func() { conn.Close() })
 	beat, err2 := timer.Every(period, func() { // runs on a pool goroutine
 		conn.SetWriteDeadline(time.Now().Add(deadAfter))
-		if _, err := fmt.Fprintln(conn, "ping"); err == nil {
-			sent.Add(1)
-		}
+		fmt.Fprintln(conn, "ping")
 	})
-	if err1 != nil || err2 != nil {
-		return // the timer is stopped
+	if l.err = errors.Join(err1, err2); l.err != nil {
+		return l // the timer is stopped, and has cancelled the other
 	}
 	defer beat.Cancel()
-	sc := bufio.NewScanner(conn)
-	sc.Scan() // the peer's name
-	name, last := sc.Text(), time.Now()
-	for sc.Scan() {
+	for sc := bufio.NewScanner(conn); sc.Scan(); {
 		if !idle.Reset(deadAfter) {
 			break // too late: the idle task is closing conn
 		}
-		last = time.Now()
-		answered.Add(1)
+		last, l.answered = time.Now(), l.answered+1
 	}
 	if !idle.Cancel() { // false: it fired, so the peer went silent
-		fmt.Printf("hub: no answer from %s for %v: closed the link\n",
-			name, time.Since(last).Round(time.Millisecond))
+		l.silent = time.Since(last)
 	}
+	return l
 }
 
-// peer answers the hub's pings until stop is closed. The peer named "stuck"
-// stops reading after a second.
-func peer(addr, name string, stop <-chan struct{}) {
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		log.Fatal(err)
-	}
+// peer answers pings on conn until stop is closed, and returns when each ping
+// came. After stopAfter pings (0: never) it stops reading.
+func peer(conn net.Conn, stopAfter int, stop <-chan struct{}) (pings []time.Time) {
 	go func() { <-stop; conn.Close() }()
-	fmt.Fprintln(conn, name)
-	start, pings := time.Now(), 0
-	var first, last time.Time
 	sc := bufio.NewScanner(conn)
 	for sc.Scan() {
-		if last = time.Now(); pings == 0 {
-			first = last
-		}
-		pings++
-		if name == "stuck" && last.Sub(start) > time.Second {
-			fmt.Printf("%s: stops reading after %d pings\n", name, pings)
+		if pings = append(pings, time.Now()); len(pings) == stopAfter {
 			<-stop
 			break
 		}
 		fmt.Fprintln(conn, "pong")
 	}
-	if pings > 1 { // the mean period between the first ping and the last
-		fmt.Printf("%s: %d pings received, mean period %v (configured %v)\n",
-			name, pings, (last.Sub(first) / time.Duration(pings-1)).Round(10*time.Microsecond), period)
+	return pings
+}
+
+// exchange links a hub to each of three peers for runFor, then has the peers
+// hang up. The third, "stuck", stops reading after stuckAfter pings.
+func exchange(timer *hashedwheel.Timer, period, runFor time.Duration, stuckAfter int) ([]link, [][]time.Time) {
+	names, stopAfter := []string{"peer-1", "peer-2", "stuck"}, []int{0, 0, stuckAfter}
+	links, pings := make([]link, len(names)), make([][]time.Time, len(names))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range names {
+		hubEnd, peerEnd := net.Pipe()
+		wg.Go(func() { links[i] = hub(timer, names[i], hubEnd, period, 4*period) })
+		wg.Go(func() { pings[i] = peer(peerEnd, stopAfter[i], stop) })
+	}
+	time.Sleep(runFor)
+	close(stop)
+	wg.Wait()
+	return links, pings
+}
+
+func main() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(5*time.Millisecond), hashedwheel.WithTaskWorkers(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	links, pings := exchange(timer, 50*time.Millisecond, 2*time.Second, 20)
+	timer.Stop() // on every path: nothing above returns early
+	for i, l := range links {
+		switch p := pings[i]; {
+		case l.err != nil:
+			fmt.Println("hub:", l.err)
+		case l.silent > 0:
+			fmt.Printf("%-6s stopped reading after %d pings: closed, silent for %v\n", l.name, len(p), l.silent.Round(time.Millisecond))
+		case len(p) > 1:
+			fmt.Printf("%-6s answered %d pings, one every %v on average\n", l.name, l.answered, p[len(p)-1].Sub(p[0])/time.Duration(len(p)-1))
+		}
 	}
 }
