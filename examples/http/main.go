@@ -1,30 +1,23 @@
 // Command http gives each request of a net/http server a deadline kept by one
-// shared hashedwheel.Timer, with timer.WithTimeout in a middleware, and loads
-// the server from the same program. Fast handlers finish before the deadline
-// (200); slow and stuck ones answer 503 when ctx.Done() closes. It prints the
-// 200s and 503s, and how late after the deadline the 503s went out: never
-// before it, about a tick after. It exits in a few seconds, with status 1 if a
-// 503 came early or a request failed. Run it with: go run ./examples/http
+// shared hashedwheel.Timer, with Timer.WithTimeout in a middleware, and loads
+// the server itself with fast requests (200) and slow and stuck ones, which
+// answer 503 when ctx.Done() closes: never before the deadline, about a tick
+// after. It exits with status 1 if a 503 came early or a request failed.
+//
+//	go run ./examples/http
 package main
 
 import (
 	"context"
 	"fmt"
+	"log"
+	"math"
 	"net"
 	"net/http"
-	"os"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
-)
-
-const (
-	deadline = 100 * time.Millisecond
-	tick     = 10 * time.Millisecond
-	requests = 600 // a third each of fast, slow and stuck
-	clients  = 60  // concurrent
 )
 
 // withDeadline is the middleware: one wheel timeout per request, released by
@@ -37,89 +30,79 @@ func withDeadline(timer *hashedwheel.Timer, d time.Duration, next http.Handler) 
 	})
 }
 
-var (
-	mu    sync.Mutex                                                       // guards late and codes
-	late  []time.Duration                                                  // how long after its deadline each 503 was sent
-	codes = map[string]map[int]int{"/fast": {}, "/slow": {}, "/stuck": {}} // path -> status -> count
-)
-
-// work returns a handler that works for d (0: forever), or until the
-// request's deadline.
-func work(d time.Duration) http.HandlerFunc {
+// work returns a handler that works for d, or answers 503 at the deadline and sends late how late.
+func work(d time.Duration, late chan<- time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		var done <-chan time.Time
-		if d > 0 {
-			done = time.After(d)
-		}
 		select {
-		case <-done:
+		case <-time.After(d):
 			fmt.Fprintln(w, "ok")
-		case <-ctx.Done():
-			dl, _ := ctx.Deadline()
-			mu.Lock()
-			late = append(late, time.Since(dl))
-			mu.Unlock()
-			http.Error(w, ctx.Err().Error(), http.StatusServiceUnavailable)
+		case <-r.Context().Done():
+			dl, _ := r.Context().Deadline()
+			late <- time.Since(dl)
+			http.Error(w, r.Context().Err().Error(), http.StatusServiceUnavailable)
 		}
-	}
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "http:", err)
-		os.Exit(1)
 	}
 }
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err) // run has stopped the Timer
+	}
+}
+
+// run serves fast, slow and stuck requests on loopback, a third each, from
+// clients goroutines at a time, and prints what they got.
+func run() error {
+	const deadline, tick, requests, clients = 100 * time.Millisecond, 10 * time.Millisecond, 600, 60
 	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(tick))
-	check(err)
-	defer timer.Stop()
+	if err != nil {
+		return err
+	}
+	defer timer.Stop() // after the server's Shutdown, deferred below
+	late := make(chan time.Duration, requests)
 	mux := http.NewServeMux()
-	mux.Handle("/fast", work(deadline/20))
-	mux.Handle("/slow", work(3*deadline))
-	mux.Handle("/stuck", work(0))
+	mux.Handle("/fast", work(deadline/20, late))
+	mux.Handle("/slow", work(3*deadline, late))
+	mux.Handle("/stuck", work(time.Hour, late))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: withDeadline(timer, deadline, mux)}
 	go srv.Serve(ln)
-
-	paths := []string{"/fast", "/slow", "/stuck"}
+	defer srv.Shutdown(context.Background())
+	paths, got := []string{"/fast", "/slow", "/stuck"}, make(chan string, requests)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	var wg sync.WaitGroup
-	start := time.Now()
 	for c := range clients {
 		wg.Go(func() {
 			for i := c; i < requests; i += clients {
-				path, code := paths[i%len(paths)], 0
+				path, code := paths[i%len(paths)], 0 // 0: the request failed
 				if resp, err := client.Get("http://" + ln.Addr().String() + path); err == nil {
 					code = resp.StatusCode
 					resp.Body.Close()
 				}
-				mu.Lock()
-				codes[path][code]++
-				mu.Unlock()
+				got <- fmt.Sprint(path, " ", code)
 			}
 		})
 	}
 	wg.Wait()
-	fmt.Printf("%d requests, %d at a time, deadline %v, tick %v, in %v\n",
-		requests, clients, deadline, tick, time.Since(start).Round(time.Millisecond))
-	_ = srv.Shutdown(context.Background())
-	failed := 0
-	for _, path := range paths {
-		fmt.Printf("%-6s 200: %3d   503: %3d\n", path, codes[path][200], codes[path][503])
-		failed += codes[path][0]
+	count := map[string]int{}
+	for range requests {
+		count[<-got]++
 	}
-	if failed > 0 || len(late) == 0 {
-		check(fmt.Errorf("%d requests failed, %d got 503", failed, len(late)))
+	for _, p := range paths {
+		fmt.Printf("%-6s 200: %3d   503: %3d   failed: %d\n", p, count[p+" 200"], count[p+" 503"], count[p+" 0"])
 	}
-	slices.Sort(late)
-	n, us := len(late), func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
-	fmt.Printf("503s sent after their deadline: min %v, median %v, p99 %v, max %v\n",
-		us(late[0]), us(late[n/2]), us(late[n*99/100]), us(late[n-1]))
-	if late[0] < 0 {
-		check(fmt.Errorf("a 503 was sent %v before its deadline", -late[0]))
+	n, first, last := len(late), time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
+	for range n { // one per 503, each sent before its response
+		d := <-late
+		first, last = min(first, d), max(last, d)
 	}
+	fmt.Printf("%d 503s sent %v to %v after their deadline of %v (tick %v)\n", n, first, last, deadline, tick)
+	if n == 0 || first < 0 || n+count["/fast 200"] != requests {
+		return fmt.Errorf("%d of %d requests got 503 or a fast 200; the first 503 %v after its deadline",
+			n+count["/fast 200"], requests, first)
+	}
+	return nil
 }
