@@ -1,6 +1,8 @@
 package hashedwheel_test
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -118,4 +120,94 @@ func TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout(t *test
 	assert.Zero(t, tm.PendingTimeouts())
 	t.Logf("created %d: expired %d, cancelled %d by Cancel and %d by Stop; rejected after Stop %d",
 		len(created), expired, userCancelled.Load(), len(stopped), rejected.Load())
+}
+
+// TestGuarantee9EveryMethodIsSafeForConcurrentUse calls every method of a
+// Timer, of its Timeouts and of its contexts from many goroutines at once, on
+// the real clock, each goroutine on the timeouts of the others as well as on
+// its own, with two Stops racing the last calls; -race checks the accesses.
+// Every one-shot timeout then ended expired, its task run once, or
+// cancelled, its task never run; every periodic one is cancelled.
+func TestGuarantee9EveryMethodIsSafeForConcurrentUse(t *testing.T) {
+	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(64))
+	require.NoError(t, err)
+	type entry struct {
+		to       *hashedwheel.Timeout
+		periodic bool
+		runs     atomic.Int32
+	}
+	const goroutines, each = 8, 500
+	var (
+		mu    sync.Mutex // guards all
+		all   []*entry
+		made  atomic.Int64
+		wg    sync.WaitGroup
+		stops sync.WaitGroup
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			for i := range each {
+				e := &entry{periodic: i%4 >= 2}
+				delay := time.Duration(rng.IntN(5)) * time.Millisecond
+				var err error
+				switch i % 4 {
+				case 0:
+					e.to, err = tm.AfterFunc(delay, func() { e.runs.Add(1) })
+				case 1:
+					e.to, err = tm.NewTimeout(hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { e.runs.Add(1) }), delay)
+				case 2:
+					e.to, err = tm.Every(delay+time.Millisecond, func() { e.runs.Add(1) })
+				case 3:
+					e.to, err = tm.NewPeriodicTimeout(hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {}), time.Hour)
+				}
+				if errors.Is(err, hashedwheel.ErrTimerStopped) {
+					continue
+				}
+				require.NoError(t, err)
+				mu.Lock()
+				all = append(all, e)
+				other := all[rng.IntN(len(all))]
+				mu.Unlock()
+				if made.Add(1) == goroutines*each/2 {
+					stops.Go(func() { tm.Stop() })
+					stops.Go(func() { tm.Stop() })
+				}
+				for _, to := range []*hashedwheel.Timeout{e.to, other.to} {
+					switch rng.IntN(4) {
+					case 0:
+						to.Reset(time.Duration(rng.IntN(5)) * time.Millisecond)
+					case 1:
+						to.Cancel()
+					case 2:
+						_, _, _, _ = to.IsExpired(), to.IsCancelled(), to.Deadline(), to.String()
+						_, _ = to.Timer(), to.Task()
+					}
+				}
+				_, _, _, _ = tm.PendingTimeouts(), tm.Stats(), tm.TickDuration(), tm.TicksPerWheel()
+				_ = tm.Start()
+				ctx, cancel := tm.WithTimeout(context.Background(), delay)
+				ctx2, cancel2 := tm.WithDeadline(ctx, time.Now().Add(time.Hour))
+				go cancel()
+				<-ctx2.Done()
+				cancel2()
+			}
+		})
+	}
+	wg.Wait()
+	stops.Wait()
+	assert.Nil(t, tm.Stop(), "a Stop after Stop returned timeouts")
+	for i, e := range all {
+		switch runs := e.runs.Load(); {
+		case e.periodic:
+			assert.True(t, e.to.IsCancelled() && !e.to.IsExpired(), "periodic timeout %d not cancelled after Stop", i)
+		case e.to.IsExpired():
+			assert.Equal(t, int32(1), runs, "timeout %d expired but ran %d times", i, runs)
+		case e.to.IsCancelled():
+			assert.Zero(t, runs, "timeout %d cancelled but ran", i)
+		default:
+			t.Errorf("timeout %d neither expired nor cancelled after Stop", i)
+		}
+	}
+	assert.Zero(t, tm.PendingTimeouts())
 }

@@ -61,6 +61,14 @@ func startedTimer(t *testing.T, opts ...hashedwheel.Option) (*hashedwheel.Timer,
 	return tm, time.Now()
 }
 
+// periodicModes are the three ways a Timer runs tasks: on its worker, on a
+// WithTaskWorkers pool, and through a WithTaskExecutor.
+var periodicModes = map[string][]hashedwheel.Option{
+	"worker":   nil,
+	"pool":     {hashedwheel.WithTaskWorkers(2)},
+	"executor": {hashedwheel.WithTaskExecutor(func(task func()) { go task() })},
+}
+
 // runLog records when a task ran, in time since start.
 type runLog struct {
 	start time.Time

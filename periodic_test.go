@@ -20,14 +20,6 @@ import (
 // NewPeriodicTimeout and Every. Their allocations are counted in
 // alloc_test.go.
 
-// periodicModes are the three ways a Timer runs tasks: on its worker, on a
-// WithTaskWorkers pool, and through a WithTaskExecutor.
-var periodicModes = map[string][]hashedwheel.Option{
-	"worker":   nil,
-	"pool":     {hashedwheel.WithTaskWorkers(2)},
-	"executor": {hashedwheel.WithTaskExecutor(func(task func()) { go task() })},
-}
-
 func TestGuarantee12PeriodicRunsAtEveryPeriodWithoutDrift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t)

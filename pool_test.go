@@ -1,6 +1,7 @@
 package hashedwheel_test
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -77,4 +78,35 @@ func TestGuarantee14TaskWorkersOptionIsValidated(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "WithTaskWorkers")
 	assert.Contains(t, err.Error(), "WithTaskExecutor")
+}
+
+// TestGuarantee14PooledTasksStartInTheOrderTheyExpire: while the only pool
+// goroutine is held up, the tasks the worker hands out wait for it, and start
+// once it is free in the order they were handed out: that of their
+// deadlines' ticks, not of their NewTimeout calls.
+func TestGuarantee14PooledTasksStartInTheOrderTheyExpire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
+		release := make(chan struct{})
+		mustSchedule(t, tm, 0, func() { <-release }) // holds the pool from 10ms
+		var mu sync.Mutex
+		var started []int
+		for i, d := range []time.Duration{55, 15, 35, 25, 45} {
+			mustSchedule(t, tm, d*time.Millisecond, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				started = append(started, i)
+			})
+		}
+		time.Sleep(100 * time.Millisecond) // all five handed out, one a tick
+		synctest.Wait()
+		mu.Lock()
+		assert.Empty(t, started, "a task started while the pool was held up")
+		mu.Unlock()
+		close(release)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []int{1, 3, 2, 4, 0}, started, "the order the tasks started in")
+	})
 }

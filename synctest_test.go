@@ -85,3 +85,31 @@ func TestGuarantee17TimerFromOutsideTheBubbleKeepsAContextsDeadline(t *testing.T
 		<-d2
 	})
 }
+
+// TestGuarantee10ATimerInABubbleRunsOnItsFakeClock: a Timer made in a
+// bubble, whether tasks run on its worker, its pool or an executor, keeps
+// the bubble's time. Its worker parks durably between ticks, so
+// synctest.Wait returns and the clock moves on: a context and a timeout half
+// an hour apart are done at their ticks' ends on the fake clock, and the
+// fake hour takes no real one.
+func TestGuarantee10ATimerInABubbleRunsOnItsFakeClock(t *testing.T) {
+	realStart := time.Now()
+	for name, opts := range periodicModes {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm := newTimer(t, append([]hashedwheel.Option{hashedwheel.WithTickDuration(time.Second)}, opts...)...)
+				start := time.Now()
+				ranAt := make(chan time.Duration, 1)
+				mustSchedule(t, tm, time.Hour, func() { ranAt <- time.Since(start) })
+				ctx, cancel := tm.WithTimeout(context.Background(), 30*time.Minute)
+				defer cancel()
+				synctest.Wait() // returns only once the worker is durably blocked
+
+				<-ctx.Done()
+				assert.Equal(t, 30*time.Minute+time.Second, time.Since(start), "when the context was done")
+				assert.Equal(t, time.Hour+time.Second, <-ranAt, "when the task ran")
+			})
+		})
+	}
+	assert.Less(t, time.Since(realStart), time.Minute, "three fake hours on the real clock")
+}

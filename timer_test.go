@@ -72,6 +72,24 @@ func TestGuarantee4MaxDelayDoesNotOverflow(t *testing.T) {
 	})
 }
 
+// TestGuarantee4NonPositiveDelayRunsAtTheNextTick: a delay of zero, a
+// negative one, even math.MinInt64, is due at once: the deadline is now, and
+// the task runs when the current tick ends, as with a delay of 1ns.
+func TestGuarantee4NonPositiveDelayRunsAtTheNextTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, start := startedTimer(t)
+		log := &runLog{start: start}
+		time.Sleep(25 * time.Millisecond) // mid-tick
+		for _, d := range []time.Duration{0, -time.Second, math.MinInt64, time.Nanosecond} {
+			to := mustSchedule(t, tm, d, log.record)
+			assert.Equal(t, start.Add(25*time.Millisecond+max(d, 0)), to.Deadline(), "delay %v", d)
+		}
+		time.Sleep(time.Second)
+		assert.Equal(t, []time.Duration{runEnd(25 * time.Millisecond), runEnd(25 * time.Millisecond),
+			runEnd(25 * time.Millisecond), runEnd(25 * time.Millisecond)}, log.runs())
+	})
+}
+
 func TestStartIsIdempotent(t *testing.T) {
 	tm := newTimer(t)
 	require.NoError(t, tm.Start())
