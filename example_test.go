@@ -241,7 +241,7 @@ func ExampleTimer_WithTimeout() {
 	ctx, cancel := timer.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel() // releases the wheel timeout as soon as the work is done
 
-	slowWork := time.After(time.Second)
+	slowWork := time.After(time.Minute) // far past the deadline, even on a loaded machine
 	select {
 	case <-slowWork:
 		fmt.Println("finished")
