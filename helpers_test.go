@@ -20,6 +20,7 @@ import (
 // timers they make, the fake-clock conventions of the 10ms-tick tests, the
 // real-clock bound, loggers, recorders and the context helpers.
 
+// TestMain fails the package's tests if a goroutine outlives them.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
@@ -61,9 +62,9 @@ func startedTimer(t *testing.T, opts ...hashedwheel.Option) (*hashedwheel.Timer,
 	return tm, time.Now()
 }
 
-// periodicModes are the three ways a Timer runs tasks: on its worker, on a
+// runModes are the three ways a Timer runs tasks: on its worker, on a
 // WithTaskWorkers pool, and through a WithTaskExecutor.
-var periodicModes = map[string][]hashedwheel.Option{
+var runModes = map[string][]hashedwheel.Option{
 	"worker":   nil,
 	"pool":     {hashedwheel.WithTaskWorkers(2)},
 	"executor": {hashedwheel.WithTaskExecutor(func(task func()) { go task() })},
@@ -122,6 +123,7 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
+// newLogger returns a logger for a Timer and what it writes.
 func newLogger() (*slog.Logger, *logBuffer) {
 	var lb logBuffer
 	return slog.New(slog.NewTextHandler(&lb, nil)), &lb
@@ -141,8 +143,11 @@ func (c *cancelRecorder) Cancelled(to *hashedwheel.Timeout) { c.cancelled <- to 
 // benchmarks report no CPU metrics. rusage_test.go sets it on Unix.
 var processCPU = func() (time.Duration, bool) { return 0, false }
 
+// nopTask is the task of timeouts that never run or whose runs do not
+// matter, shared so that no test or benchmark allocates one per timeout.
 var nopTask = hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {})
 
+// ctxTick is the tick of the timers of the context tests.
 const ctxTick = 10 * time.Millisecond
 
 // withTimeoutFunc is the signature of context.WithTimeout and of
@@ -184,6 +189,9 @@ func requireDoneWith(t *testing.T, ctx context.Context, err, cause error) {
 	assert.Equal(t, cause, context.Cause(ctx), "Cause")
 }
 
-type ctxKey1 int
-
-type ctxKey2 int
+// ctxKey1 and ctxKey2 are context keys of two types, so that keys of equal
+// value do not match.
+type (
+	ctxKey1 int
+	ctxKey2 int
+)

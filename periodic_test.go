@@ -72,7 +72,7 @@ func TestGuarantee12PeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
 // task measuring its own lateness never sees a negative one, and of the next
 // run once the run has returned.
 func TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns(t *testing.T) {
-	for name, opts := range periodicModes {
+	for name, opts := range runModes {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tm, start := startedTimer(t, opts...)

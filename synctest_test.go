@@ -94,7 +94,7 @@ func TestGuarantee17TimerFromOutsideTheBubbleKeepsAContextsDeadline(t *testing.T
 // fake hour takes no real one.
 func TestGuarantee10ATimerInABubbleRunsOnItsFakeClock(t *testing.T) {
 	realStart := time.Now()
-	for name, opts := range periodicModes {
+	for name, opts := range runModes {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tm := newTimer(t, append([]hashedwheel.Option{hashedwheel.WithTickDuration(time.Second)}, opts...)...)
