@@ -71,8 +71,9 @@ func TestGuarantee15StatsCountARunBeforeItsTaskStarts(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tm, _ := startedTimer(t, opts...)
 				release := make(chan struct{})
+				// In consecutive ticks: within a tick the order is not promised.
 				mustSchedule(t, tm, 5*time.Millisecond, func() {})
-				mustSchedule(t, tm, 5*time.Millisecond, func() { <-release })
+				mustSchedule(t, tm, 15*time.Millisecond, func() { <-release })
 				time.Sleep(time.Minute)
 				synctest.Wait() // the worker is stuck in the second task
 				assert.Equal(t, uint64(2), tm.Stats().Expired, "runs handed out before a stuck task")
