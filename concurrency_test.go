@@ -28,11 +28,11 @@ func (r *recordingTask) Run(to *hashedwheel.Timeout) {
 	r.runs.Add(1)
 }
 
-// TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout runs producers,
-// cancellers and a Stop at once on the real clock, then checks that every
-// timeout ended in exactly one way: its task ran exactly once and not early,
-// or it was cancelled by one Cancel, or it was returned by Stop. Nothing is
-// lost and nothing runs twice.
+// TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout runs
+// producers, cancellers and a Stop at once on the real clock, then checks that
+// every timeout ended in exactly one way: its task ran exactly once and not
+// early, or it was cancelled by one Cancel, or it was returned by Stop.
+// Nothing is lost and nothing runs twice.
 func TestGuarantee2ConcurrentScheduleCancelAndStopAccountForEveryTimeout(t *testing.T) {
 	const producers, perProducer = 8, 3000
 	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(64))

@@ -150,10 +150,10 @@ func TestGuarantee17StopRacingContexts(t *testing.T) {
 	}
 }
 
-// TestGuarantee17ContextIsDoneAtItsDeadlineWhileStopWaitsForThePool holds guarantee 17
-// while Stop waits: a context pending when Stop is called falls back to the
-// runtime's timer at once, and is done at its deadline even though Stop
-// waits for a pooled task that runs long after it.
+// TestGuarantee17ContextIsDoneAtItsDeadlineWhileStopWaitsForThePool: a context
+// pending when Stop is called falls back to the runtime's timer at once, and
+// is done at its deadline even though Stop waits for a pooled task that runs
+// long after it.
 func TestGuarantee17ContextIsDoneAtItsDeadlineWhileStopWaitsForThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(10*time.Millisecond), hashedwheel.WithTaskWorkers(1))

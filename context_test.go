@@ -497,8 +497,9 @@ func TestGuarantee16ErrIsSetOnlyOnceDoneIsClosedUnderEachParent(t *testing.T) {
 // withoutCancelKey is a context key of the test's own type.
 type withoutCancelKey struct{}
 
-// TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline: context.WithoutCancel of a wheel context
-// keeps its values and drops its deadline and cancellation.
+// TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline:
+// context.WithoutCancel of a wheel context keeps its values and drops its
+// deadline and cancellation.
 func TestGuarantee16WithoutCancelKeepsValuesAndDropsTheDeadline(t *testing.T) {
 	tm := newTimer(t)
 	key, value := withoutCancelKey{}, "value"

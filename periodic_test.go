@@ -67,10 +67,10 @@ func TestGuarantee12PeriodicWithThePeriodOfATickRunsEveryTick(t *testing.T) {
 	})
 }
 
-// TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns holds guarantee 12:
-// Deadline is the due time of the run in progress while its task runs, so a
-// task measuring its own lateness never sees a negative one, and of the next
-// run once the run has returned.
+// TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns: Deadline is
+// the due time of the run in progress while its task runs, so a task measuring
+// its own lateness never sees a negative one, and of the next run once the run
+// has returned.
 func TestGuarantee12PeriodicDeadlineIsTheRunInProgressWhileItRuns(t *testing.T) {
 	for name, opts := range runModes {
 		t.Run(name, func(t *testing.T) {
@@ -147,11 +147,11 @@ func TestGuarantee12PeriodicRunsNeverOverlap(t *testing.T) {
 	}
 }
 
-// TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp: guarantee 12 says runs that
-// fall more than one period behind are skipped, never run back to back to
-// catch up. A periodic timeout already linked for its next run while another
-// task blocks the worker must run once when the worker catches up, not twice
-// at the same instant.
+// TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp: runs that fall more
+// than one period behind are skipped, never run back to back to catch up. A
+// periodic timeout already linked for its next run while another task blocks
+// the worker must run once when the worker catches up, not twice at the same
+// instant.
 func TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
@@ -185,8 +185,8 @@ func TestGuarantee12PeriodicRunsOnceWhenTheWorkerCatchesUp(t *testing.T) {
 	})
 }
 
-// TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker: the skip at
-// hand-out must use the time of the hand-out. A periodic timeout due in the
+// TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker: the skip
+// at hand-out must use the time of the hand-out. A periodic timeout due in the
 // same tick as a task that blocks the worker, and handed out after it, must
 // run once when the worker is released, not twice at the same instant.
 func TestGuarantee12PeriodicRunsOnceAfterATaskInItsTickBlockedTheWorker(t *testing.T) {
@@ -266,11 +266,11 @@ func TestGuarantee12StopReturnsPeriodicTimeouts(t *testing.T) {
 	})
 }
 
-// TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned holds guarantees 11 and 12
-// on a pool: a periodic timeout whose run has returned is pending and idle,
-// so Reset moves its next run and returns true, whether or not the worker
-// has taken it back yet. Tasks that contend on a mutex vary the order in
-// which runs return; each bubble draws its own timing.
+// TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned holds guarantees
+// 11 and 12 on a pool: a periodic timeout whose run has returned is pending
+// and idle, so Reset moves its next run and returns true, whether or not the
+// worker has taken it back yet. Tasks that contend on a mutex vary the order
+// in which runs return; each bubble draws its own timing.
 func TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned(t *testing.T) {
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -310,10 +310,10 @@ func TestGuarantee12PooledPeriodicCanBeResetOnceItsRunReturned(t *testing.T) {
 	}
 }
 
-// TestGuarantee12PooledPeriodicRunIsNeverBackToBack holds guarantee 12 on a pool: a run
-// that waits for a free pool goroutine until it is more than a period
-// behind starts as the latest run due, and the next run is a period after
-// that, never at once.
+// TestGuarantee12PooledPeriodicRunIsNeverBackToBack on a pool: a run that
+// waits for a free pool goroutine until it is more than a period behind starts
+// as the latest run due, and the next run is a period after that, never at
+// once.
 func TestGuarantee12PooledPeriodicRunIsNeverBackToBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := startedTimer(t, hashedwheel.WithTaskWorkers(1))

@@ -58,8 +58,8 @@ func TestGuarantee15StatsCountWhatTheWorkerDid(t *testing.T) {
 	})
 }
 
-// TestGuarantee15StatsCountARunBeforeItsTaskStarts holds guarantee 15: a run is counted
-// in Expired before its task starts, so a task that blocks the worker (or an
+// TestGuarantee15StatsCountARunBeforeItsTaskStarts: a run is counted in
+// Expired before its task starts, so a task that blocks the worker (or an
 // executor that waits for it) hides neither its own run nor those handed out
 // before it.
 func TestGuarantee15StatsCountARunBeforeItsTaskStarts(t *testing.T) {

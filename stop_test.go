@@ -180,8 +180,8 @@ func TestGuarantee7ConcurrentStopsAllWaitForTheWorker(t *testing.T) {
 	assert.Equal(t, int64(10), returned.Load(), "the pending timeouts must be returned once, by one Stop")
 }
 
-// TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo hammers the window between
-// NewTimeout's check of the timer's state and its push.
+// TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo hammers the window
+// between NewTimeout's check of the timer's state and its push.
 func TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
 	for round := range 20 {
 		tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Millisecond))

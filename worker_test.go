@@ -99,10 +99,10 @@ func TestGuarantee1TimeoutsDueInOneTickRunTogether(t *testing.T) {
 	})
 }
 
-// TestGuarantee1RandomScheduleMatchesTheArithmetic schedules and cancels timeouts at
-// random moments, with delays spanning many turns of a small wheel, and checks
-// each run time against the formula. It exercises the worker's skipped
-// visits, parking and wake-ups together.
+// TestGuarantee1RandomScheduleMatchesTheArithmetic schedules and cancels
+// timeouts at random moments, with delays spanning many turns of a small
+// wheel, and checks each run time against the formula. It exercises the
+// worker's skipped visits, parking and wake-ups together.
 func TestGuarantee1RandomScheduleMatchesTheArithmetic(t *testing.T) {
 	const tick = 10 * time.Millisecond
 	for seed := range uint64(5) {
@@ -277,12 +277,12 @@ func TestGuarantee8GoexitInATaskKeepsTheTransferCap(t *testing.T) {
 	})
 }
 
-// TestGuarantee8WorkerCatchesUpInTimeThatGrowsWithWhatIsDue holds guarantee 8: a
-// worker that a task held up for an hour at a 1ms tick catches up, when
-// released, by visiting the ticks at which something is due, not the 3.6
-// million it missed; every timeout due meanwhile runs once, at the release,
-// in the order of its deadline's tick, and none early. Periodic timeouts run
-// once, as the latest run due.
+// TestGuarantee8WorkerCatchesUpInTimeThatGrowsWithWhatIsDue: a worker that a
+// task held up for an hour at a 1ms tick catches up, when released, by
+// visiting the ticks at which something is due, not the 3.6 million it missed;
+// every timeout due meanwhile runs once, at the release, in the order of its
+// deadline's tick, and none early. Periodic timeouts run once, as the latest
+// run due.
 func TestGuarantee8WorkerCatchesUpInTimeThatGrowsWithWhatIsDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(512))
@@ -366,9 +366,9 @@ func TestGuarantee8WorkerCatchesUpInTimeThatGrowsWithWhatIsDue(t *testing.T) {
 	})
 }
 
-// TestGuarantee8GoexitInACatchingUpWorkerRunsTheRestOfTheTick: a task that calls
-// runtime.Goexit cuts the walk of its tick's bucket short; the worker's next
-// goroutine must walk the rest of it before it catches up past that tick.
+// TestGuarantee8GoexitInACatchingUpWorkerRunsTheRestOfTheTick: a task that
+// calls runtime.Goexit cuts the walk of its tick's bucket short; the worker's
+// next goroutine must walk the rest of it before it catches up past that tick.
 func TestGuarantee8GoexitInACatchingUpWorkerRunsTheRestOfTheTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond),
