@@ -8,9 +8,9 @@ import (
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
 // timeouts whose deadline falls in its tick, this turn of the wheel or a later
 // one. It is owned by the worker goroutine: no other goroutine reads or writes
-// it, or a linked timeout's bucketNext and bucketPrev (a timeout's
-// checkTick, which names its bucket, is written by the worker alone, and
-// read by Reset). Timeouts are kept in the order they were transferred, not in deadline order:
+// it, or a linked timeout's bucketNext and bucketPrev (a timeout's checkTick,
+// which names its bucket, is written by the worker alone, and read by Reset).
+// Timeouts are kept in the order they were transferred, not in deadline order:
 // everything due in one tick runs in that tick, in that order.
 //
 // Netty keeps in each timeout its remainingRounds, the turns of the wheel

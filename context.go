@@ -49,6 +49,8 @@ import (
 // other; the context then keeps the rest of its deadline with time.AfterFunc.
 // It does the same from the start when the timer is stopped or holds its
 // [WithMaxPendingTimeouts] limit.
+//
+// See the example of [Timer.WithTimeout], which calls it.
 func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("cannot create context from nil parent")

@@ -4,24 +4,34 @@ import "errors"
 
 // ErrTimerStopped is returned by Start, NewTimeout and AfterFunc after the
 // timer was stopped.
+//
+// See the example of [Timer.Stop].
 var ErrTimerStopped = errors.New("hashedwheel: timer stopped")
 
 // ErrTooManyPendingTimeouts is returned, wrapped with the counts, by
 // NewTimeout and AfterFunc when the timer already holds its
 // [WithMaxPendingTimeouts] limit.
+//
+// See the example of [WithMaxPendingTimeouts].
 var ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
 
 // ErrNilTask is returned by NewTimeout and NewPeriodicTimeout with a nil task
 // and by AfterFunc and Every with a nil function.
+//
+// See the example of [Timer.NewTimeout].
 var ErrNilTask = errors.New("hashedwheel: nil task")
 
 // ErrInvalidPeriod is returned, wrapped with the period, by NewPeriodicTimeout
 // and Every when the period is not positive.
+//
+// See the example of [Timer.Every].
 var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
 // ErrNotCreated is returned by Start, NewTimeout, AfterFunc,
 // NewPeriodicTimeout and Every on a Timer that [NewTimer] did not make, such
 // as the zero value.
+//
+// See the example of [NewTimer].
 var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
 	"use hashedwheel.NewTimer, not a zero Timer value")
 
@@ -30,6 +40,8 @@ var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
 // the one it was created or started on: a testing/synctest bubble's fake
 // clock and the real one. Its deadlines would be decades off. Create, start,
 // use and stop a Timer inside the one bubble that uses it, or outside any.
+//
+// docs/testing.md shows a Timer on a fake clock.
 var ErrClockMismatch = errors.New("hashedwheel: Timer used with another clock than it was " +
 	"created or started on (a testing/synctest bubble and outside it); " +
 	"create, start and use a Timer inside the one bubble that uses it")

@@ -2,6 +2,7 @@ package hashedwheel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -250,4 +251,104 @@ func ExampleTimer_WithTimeout() {
 		fmt.Println(ctx.Err(), context.Cause(ctx))
 	}
 	// Output: context deadline exceeded context deadline exceeded
+}
+
+func ExampleTimer_Advance() {
+	// A wheel its owner drives: no goroutine of its own. An event loop or an
+	// actor runs its timeouts on its own goroutine, between two polls.
+	wheel, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(),
+		hashedwheel.WithTickDuration(10*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer wheel.Stop()
+
+	sessions := map[string]bool{"alice": true, "bob": true} // the loop's own state, no mutex
+	for name := range sessions {
+		if _, err := wheel.AfterFunc(30*time.Millisecond, func() { delete(sessions, name) }); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for len(sessions) > 0 {
+		// Sleep until the next deadline (or, in a real loop, until the
+		// next event), then run what is due.
+		if at, ok := wheel.NextDeadline(); ok {
+			time.Sleep(time.Until(at))
+		}
+		if _, err := wheel.Advance(time.Now()); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("sessions left:", len(sessions))
+	// Output: sessions left: 0
+}
+
+func ExampleCancelledTask() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	task := &releasingTask{released: make(chan string, 1)}
+	timeout, err := timer.NewTimeout(task, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	timeout.Cancel()
+	// The worker tells the task, within about a tick.
+	fmt.Println(<-task.released)
+	// Output: released by Cancelled
+}
+
+// releasingTask holds something it must release whether it runs or is
+// cancelled.
+type releasingTask struct{ released chan string }
+
+func (r *releasingTask) Run(*hashedwheel.Timeout)       { r.released <- "released by Run" }
+func (r *releasingTask) Cancelled(*hashedwheel.Timeout) { r.released <- "released by Cancelled" }
+
+func ExampleWithTaskWorkers() {
+	// Tasks that may block (a write to a slow peer) run on a pool of four
+	// goroutines the timer owns: a blocked one delays only itself.
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTaskWorkers(4),
+		hashedwheel.WithTickDuration(10*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	stuck := make(chan struct{})
+	defer close(stuck)
+	if _, err := timer.AfterFunc(0, func() { <-stuck }); err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan struct{})
+	if _, err := timer.AfterFunc(20*time.Millisecond, func() { close(done) }); err != nil {
+		log.Fatal(err)
+	}
+	<-done
+	fmt.Println("ran while another task was stuck")
+	// Output: ran while another task was stuck
+}
+
+func ExampleWithMaxPendingTimeouts() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithMaxPendingTimeouts(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	first, err := timer.AfterFunc(time.Minute, func() {})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = timer.AfterFunc(time.Minute, func() {})
+	fmt.Println(errors.Is(err, hashedwheel.ErrTooManyPendingTimeouts))
+	first.Cancel() // frees the slot at once
+	_, err = timer.AfterFunc(time.Minute, func() {})
+	fmt.Println(err)
+	// Output:
+	// true
+	// <nil>
 }

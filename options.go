@@ -25,6 +25,8 @@ const (
 
 // Option configures a Timer. Options are made by the With functions and
 // applied, in order, by [NewTimer].
+//
+// See the example of [NewTimer].
 type Option interface {
 	apply(*config) error
 }
@@ -50,6 +52,8 @@ type config struct {
 // timer's precision. d must be positive. Durations under 1ms are raised to 1ms
 // with a warning, as Netty does. [NewTimer] fails if d times the wheel length
 // overflows an int64 count of nanoseconds.
+//
+// See the example of [NewTimer].
 func WithTickDuration(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
@@ -68,6 +72,8 @@ func WithTickDuration(d time.Duration) Option {
 // The wheel is allocated by [NewTimer], up front: 24 bytes a bucket, plus a
 // bit a bucket to find the non-empty ones. The default costs 12KiB, 1<<20
 // buckets 24MiB, and the largest, 1<<30, 24GiB.
+//
+// See the example of [NewTimer].
 func WithTicksPerWheel(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n <= 0 || n > maxTicksPerWheel {
@@ -98,6 +104,9 @@ func WithMaxPendingTimeouts(n int64) Option {
 // is called; if exec panics, the panic is logged and the task may not run.
 // If exec waits for the task to finish on another goroutine, the task must
 // not call Stop: Stop would wait for the worker, which waits for exec.
+//
+// See the example of [WithTaskWorkers], the pool the timer owns, which most
+// programs want instead.
 func WithTaskExecutor(exec func(task func())) Option {
 	return optionFunc(func(c *config) error {
 		if exec == nil {
@@ -138,6 +147,8 @@ func WithTaskWorkers(n int) Option {
 // as with a worker: any goroutine may schedule, reset, cancel and stop. It
 // cannot be combined with [WithTaskWorkers]; with [WithTaskExecutor], Advance
 // hands tasks to the executor.
+//
+// See the example of [Timer.Advance].
 func WithoutWorker() Option {
 	return optionFunc(func(c *config) error {
 		c.withoutWorker = true
@@ -149,6 +160,8 @@ func WithoutWorker() Option {
 // live timers) and for panics recovered from tasks. The default is
 // slog.Default() as [NewTimer] finds it. l must not be nil; to discard the
 // output, pass slog.New(slog.DiscardHandler).
+//
+// The examples keep the default; see the example of [NewTimer].
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		if l == nil {

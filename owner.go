@@ -8,6 +8,8 @@ import (
 
 // ErrHasWorker is returned by Advance on a Timer that has a worker goroutine:
 // only a Timer made [WithoutWorker] is driven by its owner.
+//
+// See the example of [Timer.Advance].
 var ErrHasWorker = errors.New("hashedwheel: Advance on a Timer with a worker; " +
 	"make the Timer with WithoutWorker to drive it yourself")
 
@@ -15,6 +17,8 @@ var ErrHasWorker = errors.New("hashedwheel: Advance on a Timer with a worker; " 
 // NextDeadline on the same Timer is in progress (from a task that Advance
 // runs, say). Advance and NextDeadline belong to one owner, which calls them
 // one at a time.
+//
+// See the example of [Timer.Advance].
 var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another Advance or " +
 	"NextDeadline of the same Timer is in progress; they belong to one owner")
 
@@ -122,6 +126,8 @@ func (t *Timer) advance(target int64) int {
 // NextDeadline returns false, and changes nothing, on a Timer with a worker,
 // after [Timer.Stop], and while an Advance or NextDeadline of the Timer is in
 // progress.
+//
+// See the example of [Timer.Advance].
 func (t *Timer) NextDeadline() (time.Time, bool) {
 	if !t.owned || !t.advancing.CompareAndSwap(false, true) {
 		return time.Time{}, false

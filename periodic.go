@@ -60,6 +60,8 @@ func isPeriodic(to *Timeout) bool {
 //
 // NewPeriodicTimeout returns the errors [Timer.NewTimeout] does, and an error
 // wrapping [ErrInvalidPeriod] if period is not positive.
+//
+// See the example of [Timer.Every].
 func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeout, error) {
 	if isNilTask(task) {
 		return nil, ErrNilTask

@@ -7,6 +7,8 @@ import (
 
 // Stats is a snapshot of what a Timer's worker has done. The counters only
 // grow; they are at most about a tick behind the worker.
+//
+// See the example of [Timer.Stats].
 type Stats struct {
 	Pending     int64         // as PendingTimeouts
 	Expired     uint64        // task runs handed out (each run of a periodic timeout counts)

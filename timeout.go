@@ -9,6 +9,8 @@ import (
 )
 
 // TimerTask is a task that a Timer runs once its Timeout is due.
+//
+// See the examples of [Timer.NewTimeout] and [CancelledTask].
 type TimerTask interface {
 	// Run is called once, or once per period for a periodic timeout, on
 	// the timer's worker goroutine, on one of its WithTaskWorkers
@@ -34,6 +36,8 @@ type CancelledTask interface {
 }
 
 // TimerFunc adapts an ordinary function to a [TimerTask].
+//
+// See the example of [Timer.NewTimeout].
 type TimerFunc func(timeout *Timeout)
 
 // Run calls f(timeout).
@@ -148,11 +152,15 @@ type Timeout struct {
 }
 
 // Timer returns the Timer that created the timeout.
+//
+// See the example of [Timer.NewTimeout].
 func (to *Timeout) Timer() *Timer { return to.timer }
 
 // Task returns the task the timeout runs. For a timeout made by
 // [Timer.AfterFunc] or [Timer.Every] it is a [TimerTask] that calls the
 // function.
+//
+// See the example of [Timer.NewTimeout].
 func (to *Timeout) Task() TimerTask {
 	if p, ok := to.task.(*periodicTask); ok {
 		return p.task
@@ -167,6 +175,8 @@ func (to *Timeout) Task() TimerTask {
 // otherwise.
 // Delays of zero or less are due when scheduled; a delay too large to
 // represent saturates, and the timeout never comes due.
+//
+// See the example of [Timer.AfterFunc].
 func (to *Timeout) Deadline() time.Time {
 	if to.timer == nil {
 		return time.Time{}
@@ -177,10 +187,14 @@ func (to *Timeout) Deadline() time.Time {
 // IsExpired reports whether the timeout came due and its task was handed to be
 // run. It becomes true just before the task runs. It stays false for a
 // periodic timeout, which is pending until it is cancelled.
+//
+// See the example of [Timer.NewTimeout].
 func (to *Timeout) IsExpired() bool { return to.state.Load()&phaseMask == stExpired }
 
 // IsCancelled reports whether the timeout was cancelled, by [Timeout.Cancel]
 // or by [Timer.Stop]. A cancelled timeout's task never runs again.
+//
+// See the example of [Timer.Stop].
 func (to *Timeout) IsCancelled() bool { return to.state.Load()&phaseMask == stCancelled }
 
 // Cancel stops the timeout's task from running. It reports whether this call
@@ -340,6 +354,8 @@ func (to *Timeout) markCancelled() bool {
 
 // String describes the timeout: how far its deadline is, whether it was
 // cancelled, and its task, in the form of Netty's HashedWheelTimeout.
+//
+// No example shows it: it is what fmt prints for a Timeout.
 func (to *Timeout) String() string {
 	if to.timer == nil {
 		return "hashedwheel.Timeout(not scheduled)"

@@ -190,8 +190,10 @@ type Timer struct {
 // returns false there.
 //
 // A Timer is meant to live as long as the program or the subsystem that uses
-// it: its worker goroutine runs until Stop, so a Timer dropped without Stop
-// leaks that goroutine.
+// it: making one and stopping it costs about 20µs and 17KB (its wheel and
+// its goroutine), far more than the timeouts it is for, and its worker
+// goroutine runs until Stop, so a Timer dropped without Stop leaks that
+// goroutine.
 //
 // An invalid option makes NewTimer return a nil Timer and an error naming the
 // option and the value it got.
@@ -245,10 +247,14 @@ func NewTimer(opts ...Option) (*Timer, error) {
 
 // TickDuration returns the tick duration in effect, after raising values
 // under 1ms.
+//
+// See the example of [NewTimer].
 func (t *Timer) TickDuration() time.Duration { return time.Duration(t.tickDuration) }
 
 // TicksPerWheel returns the number of buckets in the wheel, after rounding up
 // to a power of two.
+//
+// See the example of [NewTimer].
 func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
 
 // Start starts the worker goroutine (and the [WithTaskWorkers] pool), if it is
@@ -259,6 +265,9 @@ func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
 // a Timer that [NewTimer] did not make, and [ErrClockMismatch] if the Timer
 // was created outside the testing/synctest bubble it is started in, or inside
 // one and started outside it.
+//
+// The examples leave starting to the first call that schedules; see the
+// example of [NewTimer].
 func (t *Timer) Start() error {
 	if t.wheel == nil {
 		return ErrNotCreated
@@ -295,6 +304,12 @@ func (t *Timer) Start() error {
 // task never runs. The task runs on the worker goroutine, on the
 // [WithTaskWorkers] pool or through the [WithTaskExecutor] executor, at the
 // first tick at or after the deadline.
+//
+// On the worker, tasks run one at a time: a task that blocks (a write to a
+// slow peer, a lock) delays every timeout due after it. Give such tasks
+// [WithTaskWorkers], and watch [Timer.Stats] for late runs.
+//
+// It costs one 64-byte allocation.
 //
 // NewTimeout returns [ErrNilTask] for a nil task, [ErrTimerStopped] after
 // [Timer.Stop], an error wrapping [ErrTooManyPendingTimeouts] when the timer
@@ -410,6 +425,8 @@ func (t *Timer) elapsed() int64 {
 
 // PendingTimeouts returns the number of timeouts scheduled that have neither
 // expired nor been cancelled. It is 0 after [Timer.Stop].
+//
+// See the example of [Timeout.Cancel].
 func (t *Timer) PendingTimeouts() int64 {
 	if t.wheel == nil || t.isStopped() {
 		return 0
