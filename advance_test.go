@@ -325,6 +325,48 @@ func TestGuarantee20AnyGoroutineMayResetCancelAndStop(t *testing.T) {
 	})
 }
 
+// TestGuarantee20CancelledCallsComeInsideAdvanceOrStop holds the one place
+// where a Cancelled call can come outside Advance: a Stop made while no
+// Advance runs makes the calls still owed itself, before it returns, on its
+// caller's goroutine (Stop's doc says so), so none is lost to an owner that
+// stops and never calls Advance again.
+func TestGuarantee20CancelledCallsComeInsideAdvanceOrStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := ownedTimer(t)
+		rec := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 2)}
+		inAdvance, err := tm.NewTimeout(rec, time.Hour)
+		require.NoError(t, err)
+		inStop, err := tm.NewTimeout(rec, time.Hour)
+		require.NoError(t, err)
+		pending := mustSchedule(t, tm, time.Hour, func() {})
+
+		other := make(chan struct{})
+		go func() { defer close(other); assert.True(t, inAdvance.Cancel()) }()
+		<-other
+		synctest.Wait()
+		assert.Empty(t, rec.cancelled, "no Cancelled call before the owner's next call")
+		advance(t, tm)
+		require.Len(t, rec.cancelled, 1, "the Advance that takes the cancel in makes the call")
+		assert.Same(t, inAdvance, <-rec.cancelled)
+
+		assert.True(t, inStop.Cancel())
+		synctest.Wait()
+		assert.Empty(t, rec.cancelled)
+		stopped := make(chan []*hashedwheel.Timeout)
+		go func() {
+			got := tm.Stop()
+			assert.Len(t, rec.cancelled, 1, "Stop makes the owed call before it returns")
+			stopped <- got
+		}()
+		assert.Equal(t, []*hashedwheel.Timeout{pending}, <-stopped, "a timeout cancelled earlier is not returned")
+		assert.Same(t, inStop, <-rec.cancelled)
+		_, err = tm.Advance(time.Now())
+		assert.ErrorIs(t, err, hashedwheel.ErrTimerStopped)
+		assert.Empty(t, rec.cancelled, "each Cancelled call is made once")
+		assert.Zero(t, rec.ran.Load())
+	})
+}
+
 func TestGuarantee20StopFromATaskCancelsTheRestAsAdvanceReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := ownedTimer(t)

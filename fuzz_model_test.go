@@ -16,10 +16,11 @@ import (
 	"github.com/hashedwheel/hashedwheel"
 )
 
-// This file holds the reference model that FuzzTimer and FuzzTimerPool check
-// the Timer against (see FuzzTimer for what it knows of the contract): the
-// operations decoded from the input, the expected state of every timeout,
-// the runs and Cancelled calls it must see, and the checks.
+// This file holds the reference model that FuzzTimer, FuzzTimerPool and
+// FuzzTimerOwned check the Timer against (see FuzzTimer for what it knows of
+// the contract, and FuzzTimerOwned for what changes when an owner drives the
+// Timer): the operations decoded from the input, the expected state of every
+// timeout, the runs and Cancelled calls it must see, and the checks.
 
 // Task kinds: what a fuzzed timeout's task does when it runs.
 const (
@@ -27,7 +28,7 @@ const (
 	kindBlock  // waits until a later operation releases it
 	kindStop   // calls Stop on its own timer, from the worker
 	kindPanic  // panics; the timer recovers and logs
-	kindGoexit // calls runtime.Goexit; the worker goes on in a new goroutine
+	kindGoexit // calls runtime.Goexit; the worker (or the owner) goes on in a new goroutine
 	kindChain  // schedules another timeout, from the worker
 	kindFunc   // plain, scheduled with AfterFunc
 	kindEvery  // periodic, scheduled with Every
@@ -54,7 +55,8 @@ const (
 	stopFromTask // a task stopped the timer; nobody gets the pending timeouts
 )
 
-// unknownBound is a Cancelled call's deadline while the worker is blocked.
+// unknownBound is a Cancelled call's deadline while the worker is blocked
+// (or the owner is inside an Advance).
 const unknownBound = math.MaxInt64
 
 // fuzzHandle is the model of one timeout.
@@ -106,6 +108,8 @@ type runRecord struct {
 
 	selfCancelled bool // periodic: what Cancel from the task returned
 	selfReset     bool // periodic: what Reset from the task returned
+
+	call int64 // FuzzTimerOwned: fuzzOwner.in when it was recorded
 }
 
 type fuzzModel struct {
@@ -149,6 +153,27 @@ type fuzzModel struct {
 	execCalls atomic.Int64 // calls of the executor, if there is one
 	hasExec   bool
 
+	// The owner (FuzzTimerOwned), as the model sees it. It processes the
+	// ticks in order, in calls of Advance: while inCall, the call that
+	// began at callAt processes the ticks before callEnd (callAt/tick).
+	// poll is the polling owner's interval, 0 for the owner that sleeps
+	// until NextDeadline; nextPoll is the polling owner's next call at the
+	// earliest.
+	owned    bool
+	owner    *fuzzOwner
+	poll     int64
+	inCall   bool
+	callAt   int64
+	callEnd  int64
+	nextPoll int64
+
+	// Written under mu by the owner's goroutine and the tasks: the runs
+	// inside each Advance not yet returned, what the owner's goroutine saw
+	// wrong, and its latest calls, for failure messages.
+	callRuns   map[int64]int
+	ownerErrs  []string
+	ownerCalls []string
+
 	mu       sync.Mutex
 	records  []runRecord
 	consumed int // records the model has matched
@@ -177,9 +202,13 @@ func (m *fuzzModel) fatalf(format string, args ...any) {
 			runs = append(runs, fmt.Sprintf("%v: new %s", time.Duration(r.at), what))
 		}
 	}
+	calls := ""
+	if m.owned {
+		calls = "\nthe owner's latest calls:\n\t" + strings.Join(m.ownerCalls, "\n\t")
+	}
 	m.mu.Unlock()
-	m.t.Fatalf("%s\noperations:\n\t%s\nruns recorded:\n\t%s", fmt.Sprintf(format, args...),
-		strings.Join(m.trace, "\n\t"), strings.Join(runs, "\n\t"))
+	m.t.Fatalf("%s\noperations:\n\t%s\nruns recorded:\n\t%s%s", fmt.Sprintf(format, args...),
+		strings.Join(m.trace, "\n\t"), strings.Join(runs, "\n\t"), calls)
 }
 
 // op reads one operation and runs it on the timer and the model.
@@ -215,6 +244,8 @@ func (m *fuzzModel) op(in *fuzzInput) {
 		}
 	case op < 30:
 		m.stopOp()
+	case op == 31:
+		m.probe()
 	default:
 		// Only synctest.Wait and the checks.
 		synctest.Wait()
@@ -356,6 +387,9 @@ func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
 			break
 		}
 	}
+	if m.poll > 0 {
+		d = min(d, 64*m.poll) // the polling owner wakes at every poll
+	}
 	return time.Duration(d)
 }
 
@@ -440,8 +474,18 @@ func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
 		m.fatalf("#%d: Timer() is not the timer that made it", h.id)
 	}
 	m.add(h)
+	m.poke()
 	synctest.Wait()
 	m.settle()
+}
+
+// poke wakes the owner that sleeps until NextDeadline after an operation
+// that schedules, resets or cancels, as the goroutine that does so would
+// wake an event loop. The polling owner is left to its next poll.
+func (m *fuzzModel) poke() {
+	if m.owner != nil && m.poll == 0 {
+		m.owner.poke()
+	}
 }
 
 func (m *fuzzModel) add(h *fuzzHandle) {
@@ -475,9 +519,29 @@ func (m *fuzzModel) childTask() hashedwheel.TimerTask {
 }
 
 func (m *fuzzModel) record(r runRecord) {
+	if m.owner != nil {
+		r.call = m.owner.in.Load()
+	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.records = append(m.records, r)
-	m.mu.Unlock()
+	if m.owner == nil {
+		return
+	}
+	// Tasks run inside Advance, on the goroutine that calls it (18).
+	// Cancelled calls come inside the owner's Advance or NextDeadline, or
+	// inside a Stop that finds them not yet taken in, as Stop's doc says
+	// (see TestGuarantee20CancelledCallsComeInsideAdvanceOrStop).
+	switch {
+	case !r.cancelled && r.call > 0:
+		m.callRuns[r.call]++
+	case !r.cancelled:
+		m.ownerErrs = append(m.ownerErrs, fmt.Sprintf("a task ran at %v outside the owner's Advance (in %d)",
+			time.Duration(r.at), r.call))
+	case r.call == inNothing:
+		m.ownerErrs = append(m.ownerErrs, fmt.Sprintf("Cancelled was called at %v outside Advance, "+
+			"NextDeadline and Stop", time.Duration(r.at)))
+	}
 }
 
 func (m *fuzzModel) pick(b byte) *fuzzHandle {
@@ -514,9 +578,12 @@ func (m *fuzzModel) cancelled(h *fuzzHandle) {
 		return
 	}
 	h.cbWant = true
-	if m.workerFree() {
+	switch {
+	case m.owned && m.workerFree() && !m.inCall:
+		h.cbBound = m.nextOwnerCall()
+	case m.workerFree() && !m.owned:
 		h.cbBound = tickEnd(m.now/m.tick, m.tick)
-	} else {
+	default:
 		h.cbBound = unknownBound // set when the worker is released, or exits
 	}
 }
@@ -554,6 +621,7 @@ func (m *fuzzModel) cancel(b byte) {
 		m.cancelled(h)
 		m.inTick = slices.DeleteFunc(m.inTick, func(x *fuzzHandle) bool { return x == h })
 	}
+	m.poke()
 	synctest.Wait()
 	m.settle()
 }
@@ -587,6 +655,7 @@ func (m *fuzzModel) reset(b, b1, b2 byte) {
 	if got {
 		m.checkDeadline(h)
 	}
+	m.poke()
 	synctest.Wait()
 	m.settle()
 }
@@ -636,6 +705,10 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 // stopOp calls Stop on a goroutine of its own, since it waits for a blocked
 // task, and checks whether it returned and what.
 func (m *fuzzModel) stopOp() {
+	if m.owned {
+		m.stopOwned()
+		return
+	}
 	m.tracef("Stop()")
 	c := make(chan []*hashedwheel.Timeout, 1)
 	go func() { c <- m.tm.Stop() }()
@@ -799,7 +872,10 @@ func (m *fuzzModel) pending() int64 {
 // settle brings the model's worker up to now, matching each run the timer
 // recorded with a timeout that is due, and fails on any run left over.
 func (m *fuzzModel) settle() {
-	for m.workerFree() {
+	if m.owned {
+		m.settleOwned()
+	}
+	for m.workerFree() && !m.owned {
 		if len(m.inTick) == 0 {
 			m.rearm(m.curAt)
 			// The next tick with something due, if it has ended.
@@ -842,13 +918,269 @@ func (m *fuzzModel) settle() {
 	}
 	if m.workerFree() {
 		// Cancelled calls held up by a blocked worker come with the next
-		// tick it processed once free, at once if it was behind.
+		// tick it processed once free, at once if it was behind. (The
+		// owner's model sets them as the call that held them up ends.)
 		for _, x := range m.handles {
-			if x.cbWant && x.cbBound == unknownBound {
+			if x.cbWant && x.cbBound == unknownBound && !m.owned {
 				x.cbBound = max(tickEnd(m.blockTick+1, m.tick), m.freeAt)
 			}
 		}
 		m.checkCallbacksBy(m.now)
+	}
+	if m.owned {
+		m.mu.Lock()
+		errs := m.ownerErrs
+		m.mu.Unlock()
+		if len(errs) > 0 {
+			m.fatalf("%s", strings.Join(errs, "\n"))
+		}
+	}
+}
+
+// settleOwned brings the owner's model up to now: the calls of Advance
+// that the owner has made, each processing the ticks that ended by its now,
+// in order, at the time of the call (or, once a task that blocked it
+// returns, at that time), matching each run recorded with a timeout due.
+//
+// What differs from the worker is what the contract says of Advance (18):
+// the owner calls it at the first moment a run is due (the owner that sleeps
+// until NextDeadline, which is never later than that) or at its first poll
+// after that; and what a task schedules or re-arms during a call runs at a
+// later call. Timeouts scheduled during a call have deadlines at or after
+// its now, in ticks the call does not process anyway; a periodic run that
+// returns during a call is taken back as the owner next takes in (at once,
+// with NextDeadline, or at the next poll), standing at the tick its call
+// ended at: so it is next due no earlier than at the end of that tick,
+// rather than at the tick after the one it ran in. After a block, the call
+// that was blocked processes only the ticks that had ended by its now; the
+// next call, at once, those that ended meanwhile.
+func (m *fuzzModel) settleOwned() {
+	for m.workerFree() {
+		if len(m.inTick) > 0 {
+			m.runInTick()
+			continue
+		}
+		next := m.firstDueTick()
+		if m.inCall {
+			if next < m.callEnd {
+				m.startTick(next, max(m.callAt, m.freeAt))
+				continue
+			}
+			m.endCall()
+			continue
+		}
+		at := m.callTime(tickEnd(next, m.tick))
+		if at > m.now {
+			break
+		}
+		m.inCall, m.callAt, m.callEnd = true, at, at/m.tick
+	}
+}
+
+// firstDueTick returns the first tick in which a pending timeout that is
+// not out on a run is due, or math.MaxInt64.
+func (m *fuzzModel) firstDueTick() int64 {
+	next := int64(math.MaxInt64)
+	for _, h := range m.handles {
+		if h.state == statePending && !h.running {
+			next = min(next, h.dueTick)
+		}
+	}
+	return next
+}
+
+// startTick makes tick the one being processed, its runs happening at time
+// at.
+func (m *fuzzModel) startTick(tick, at int64) {
+	m.curTick, m.curAt = tick, at
+	for _, h := range m.handles {
+		if h.state == statePending && !h.running && h.dueTick <= tick {
+			m.inTick = append(m.inTick, h)
+		}
+	}
+}
+
+// callTime returns when the owner, free, makes its first Advance at or
+// after x: at x for the owner that sleeps until NextDeadline (it may wake
+// earlier, and then that call runs nothing), but not before a call held up
+// by a task has returned; at the first poll at or after x for the polling
+// one.
+func (m *fuzzModel) callTime(x int64) int64 {
+	if x == math.MaxInt64 {
+		return x
+	}
+	if m.poll == 0 {
+		return max(x, m.freeAt)
+	}
+	c := x / m.poll * m.poll
+	if c < x {
+		if c > math.MaxInt64-m.poll {
+			return math.MaxInt64
+		}
+		c += m.poll
+	}
+	return max(c, m.nextPoll)
+}
+
+// nextOwnerCall returns when the owner, free, next takes in what another
+// goroutine has pushed: at once for the owner that sleeps until NextDeadline,
+// as the harness wakes it; at its next poll for the polling one (which has
+// made the poll at now, if now is one).
+func (m *fuzzModel) nextOwnerCall() int64 {
+	if m.poll == 0 {
+		return m.now
+	}
+	return max(m.nextPoll, (m.now/m.poll+1)*m.poll)
+}
+
+// endCall is the return of the owner's Advance. The owner next takes in what
+// was pushed during it: the periodic runs that returned, which it places no
+// earlier than the tick the call ended at, and the cancels, whose Cancelled
+// calls come then.
+func (m *fuzzModel) endCall() {
+	m.inCall = false
+	end := max(m.callAt, m.freeAt)
+	takeIn := end
+	if m.poll > 0 {
+		m.nextPoll = (end/m.poll + 1) * m.poll
+		takeIn = m.nextPoll
+	}
+	m.rearmAt(takeIn, m.callEnd)
+	m.takeInCallbacks(takeIn)
+}
+
+// takeInCallbacks sets when the Cancelled calls of the timeouts cancelled
+// during an owner's call come: when the owner takes them in, at time at.
+func (m *fuzzModel) takeInCallbacks(at int64) {
+	for _, x := range m.handles {
+		if x.cbWant && x.cbBound == unknownBound {
+			x.cbBound = at
+		}
+	}
+}
+
+// stopOwned calls Stop on a Timer made WithoutWorker, which waits for
+// nothing (20). With the owner asleep, the first call cancels every pending
+// timeout and returns exactly those (7). While a task blocks the owner inside
+// Advance, Stop cannot touch the wheel: it returns nil, and that Advance
+// hands out nothing more and cancels what is pending as it returns (the
+// godoc of Advance says so of a Stop from a task). Later calls return nil.
+// Then the owner, poked, gets ErrTimerStopped and ends.
+func (m *fuzzModel) stopOwned() {
+	m.tracef("Stop()")
+	c := make(chan []*hashedwheel.Timeout, 1)
+	asleep := m.blockedBy == nil
+	go func() {
+		if asleep {
+			m.owner.in.Store(inStop)
+			defer m.owner.in.Store(inNothing)
+		}
+		c <- m.tm.Stop()
+	}()
+	synctest.Wait()
+	var got []*hashedwheel.Timeout
+	select {
+	case got = <-c:
+	default:
+		m.fatalf("Stop on a Timer made WithoutWorker did not return at once")
+	}
+	switch {
+	case m.stop == stopNone && m.blockedBy != nil:
+		if got != nil {
+			m.fatalf("Stop while a task blocks the owner returned %d timeouts, want nil: the Advance "+
+				"cancels them as it returns", len(got))
+		}
+		m.stop = stopWaiting
+		m.deferCallbacks()
+	case m.stop == stopNone:
+		c <- got
+		m.stopCalls = append(m.stopCalls, c)
+		m.finishStop()
+	default:
+		if len(got) != 0 {
+			m.fatalf("a later Stop returned %d timeouts, want none", len(got))
+		}
+	}
+	m.owner.poke()
+	synctest.Wait()
+	if m.blockedBy == nil {
+		select {
+		case <-m.owner.exited:
+		default:
+			m.fatalf("the owner's Advance did not return ErrTimerStopped after Stop")
+		}
+	}
+	m.settle()
+}
+
+// probe calls Advance and NextDeadline from the test goroutine (19). On a
+// Timer with a worker, Advance returns ErrHasWorker and NextDeadline false;
+// after Stop, ErrTimerStopped and false; while a task blocks the owner
+// inside Advance, the calls overlap: ErrConcurrentAdvance and false, and
+// they change nothing. While the owner sleeps, they do not overlap:
+// NextDeadline is false exactly when nothing is pending, and otherwise never
+// later than the end of the first tick with a run due; Advance with a now
+// earlier than the owner's last counts as that one, by which nothing new is
+// due: it runs nothing.
+func (m *fuzzModel) probe() {
+	m.tracef("probe Advance, NextDeadline")
+	var wantErr error
+	switch {
+	case !m.owned:
+		wantErr = hashedwheel.ErrHasWorker
+	case m.stop != stopNone:
+		wantErr = hashedwheel.ErrTimerStopped
+	case m.blockedBy != nil:
+		wantErr = hashedwheel.ErrConcurrentAdvance
+	}
+	if wantErr != nil {
+		n, err := m.tm.Advance(time.Now())
+		if n != 0 || !errors.Is(err, wantErr) {
+			m.fatalf("Advance from the test goroutine = %d, %v; want 0, %v", n, err, wantErr)
+		}
+		if at, ok := m.tm.NextDeadline(); ok {
+			m.fatalf("NextDeadline from the test goroutine = %v, true; want false (Advance: %v)", at, wantErr)
+		}
+	} else {
+		m.owner.in.Store(inProbe)
+		at, ok := m.tm.NextDeadline()
+		n, err := m.tm.Advance(m.start)
+		m.owner.in.Store(inNothing)
+		first := tickEnd(m.firstDueTick(), m.tick)
+		switch pending := m.pending(); {
+		case ok != (pending > 0):
+			m.fatalf("NextDeadline() = %v, %v with %d timeouts pending", at.Sub(m.start), ok, pending)
+		case ok && at.Sub(m.start) > time.Duration(first):
+			m.fatalf("NextDeadline() = start + %v, later than the first run due, at the end of its tick: "+
+				"start + %v", at.Sub(m.start), time.Duration(first))
+		case n != 0 || err != nil:
+			m.fatalf("Advance(start), earlier than the owner's last now, = %d, %v; want 0, nil", n, err)
+		}
+	}
+	synctest.Wait()
+	m.settle()
+}
+
+// finalOwned checks, once the Timer is stopped and every task has returned,
+// that the owner has ended and that Stats agrees with the model: every run
+// counted in Expired, every cancelled timeout in Cancelled, none pending.
+func (m *fuzzModel) finalOwned() {
+	m.owner.poke()
+	synctest.Wait()
+	select {
+	case <-m.owner.exited:
+	default:
+		m.fatalf("the owner did not end after Stop")
+	}
+	var cancelled uint64
+	for _, h := range m.handles {
+		if h.state == stateCancelled {
+			cancelled++
+		}
+	}
+	s := m.tm.Stats()
+	if s.Expired != uint64(m.runs) || s.Cancelled != cancelled || s.Pending != 0 {
+		m.fatalf("Stats() = %+v; want Expired %d, Cancelled %d, Pending 0", s, m.runs, cancelled)
 	}
 }
 
@@ -1018,13 +1350,21 @@ func (m *fuzzModel) runInTick() {
 			// The worker goes on in a new goroutine, which processes this
 			// tick again from its start: it takes back the periodic runs
 			// that have returned, still in this tick, and may find them due
-			// in the bucket it is about to visit again.
+			// in the bucket it is about to visit again. The owner's
+			// successor does the same in a new call, at once: it takes in
+			// what was pushed during the call cut short (the periodic runs
+			// of its earlier ticks too, and the cancels), and processes the
+			// rest of this tick and every tick that has ended by now.
 			m.rearmAt(m.curAt, m.curTick)
 			for _, x := range m.handles {
 				if x.period != 0 && x.state == statePending && !x.running && x.dueTick <= m.curTick &&
 					!slices.Contains(m.inTick, x) {
 					m.inTick = append(m.inTick, x)
 				}
+			}
+			if m.owned {
+				m.takeInCallbacks(m.curAt)
+				m.callAt, m.callEnd = m.curAt, m.curAt/m.tick
 			}
 		}
 	}
@@ -1244,6 +1584,9 @@ func (m *fuzzModel) final() {
 		if got := m.execCalls.Load(); got != int64(m.runs) {
 			m.fatalf("executor called %d times for %d runs", got, m.runs)
 		}
+	}
+	if m.owned {
+		m.finalOwned()
 	}
 }
 

@@ -32,7 +32,9 @@ var soakFor = flag.Duration("soak", 0,
 //   - lost if, once the timer is stopped and every task has returned, it
 //     neither ran, nor was cancelled by a Cancel that returned true, nor was
 //     returned by Stop (or, after a Stop from a task, cancelled by the
-//     worker); a periodic one, if it was not cancelled;
+//     worker; on a Timer made WithoutWorker, after a Stop that found the
+//     owner inside Advance, cancelled by that Advance); a periodic one, if
+//     it was not cancelled;
 //   - double if its task ran twice (a periodic one: two runs at once), or
 //     ran and was also cancelled by a Cancel that returned true or returned
 //     by Stop, or a Cancel returned true twice;
@@ -111,6 +113,7 @@ type soakConfig struct {
 	periodic  bool  // make periodic timeouts too
 	rounds    bool  // stop and replace the timer every few milliseconds
 	churn     bool  // schedule and cancel only, and check the heap
+	owned     bool  // made WithoutWorker: soakOwn drives it
 }
 
 // soakExec is a task executor that runs tasks on goroutines of its own, and
@@ -153,6 +156,13 @@ func soakConfigs() []soakConfig {
 		{name: "periodic-pool", producers: 8, periodic: true, opts: with(hashedwheel.WithTaskWorkers(4))},
 		{name: "stop-rounds", producers: 4, opts: with(), rounds: true},
 		{name: "stop-rounds-pool", producers: 4, opts: with(hashedwheel.WithTaskWorkers(2)), rounds: true},
+		// WithoutWorker: an owner goroutine drives the wheel (soakOwn).
+		{name: "owned", producers: 8, owned: true, opts: with(hashedwheel.WithoutWorker())},
+		{name: "owned-executor-go", producers: 8, owned: true, opts: func(e *soakExec) []hashedwheel.Option {
+			return append(goExec(e), hashedwheel.WithoutWorker())
+		}},
+		{name: "owned-periodic", producers: 8, periodic: true, owned: true, opts: with(hashedwheel.WithoutWorker())},
+		{name: "stop-rounds-owned", producers: 4, owned: true, opts: with(hashedwheel.WithoutWorker()), rounds: true},
 	}
 }
 
@@ -551,6 +561,7 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	owner := soakOwn(tm, c.owned)
 	cancels := make(chan *soakRec, 1024)
 	var cancellers sync.WaitGroup
 	for range 2 {
@@ -614,12 +625,16 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 		p.sweep()
 	}
 	stopped := tm.Stop()
+	<-owner
 	exec.wg.Wait()
 	for _, p := range producers {
 		n.ops.Add(p.ops)
 	}
 	n.ops.Add(1) // the Stop
-	soakAccount(n, producers, stopped, false)
+	// A Stop that finds the owner inside Advance returns nil, and that
+	// Advance cancels the pending timeouts as it returns, as after a Stop
+	// from a task.
+	soakAccount(n, producers, stopped, c.owned && stopped == nil)
 	if c.churn {
 		warm, end := n.heapWarm.Load(), n.heapEnd.Load()
 		growth := (float64(end) - float64(warm)) / float64(warm) * 100
@@ -763,6 +778,7 @@ func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		owner := soakOwn(tm, c.owned)
 		rng := rand.New(rand.NewPCG(round, uint64(time.Now().UnixNano())))
 		fromTask := rng.IntN(4) == 0
 		cancels := make(chan *soakRec, 256)
@@ -800,11 +816,47 @@ func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 		}
 		close(cancels)
 		cancellers.Wait()
+		<-owner
 		exec.wg.Wait()
 		for _, p := range producers {
 			n.ops.Add(p.ops)
 		}
 		n.ops.Add(1)
-		soakAccount(n, producers, stopped, fromTask)
+		soakAccount(n, producers, stopped, fromTask || c.owned && stopped == nil)
 	}
+}
+
+// soakOwn drives a Timer made WithoutWorker, if owned, as an event loop
+// does: it calls Advance, then sleeps until NextDeadline, or for a tick at
+// most, as what other goroutines schedule wakes nobody; it ends when Advance
+// reports the Timer stopped, and closes the channel it returns. If not owned,
+// that channel is closed already.
+func soakOwn(tm *hashedwheel.Timer, owned bool) <-chan struct{} {
+	done := make(chan struct{})
+	if !owned {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		sleep := time.NewTimer(time.Hour)
+		defer sleep.Stop()
+		for {
+			if _, err := tm.Advance(time.Now()); err != nil {
+				if !errors.Is(err, hashedwheel.ErrTimerStopped) {
+					panic(fmt.Sprintf("soak: Advance: %v", err))
+				}
+				return
+			}
+			wait := time.Millisecond
+			if at, ok := tm.NextDeadline(); ok {
+				wait = min(wait, time.Until(at))
+			}
+			if wait > 0 {
+				sleep.Reset(wait)
+				<-sleep.C
+			}
+		}
+	}()
+	return done
 }

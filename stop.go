@@ -15,6 +15,15 @@ package hashedwheel
 // returns. (A task that a [WithTaskExecutor] runs on another goroutine while
 // the worker waits for it is on neither, and must not call Stop.)
 //
+// On a Timer made [WithoutWorker], Stop waits for nothing. If no
+// [Timer.Advance] or [Timer.NextDeadline] is in progress, Stop cancels and
+// returns the pending timeouts itself, and makes on its caller's goroutine the
+// [CancelledTask] calls still owed for timeouts that [Timeout.Cancel]
+// cancelled since the owner's last call: call Stop from the owner to keep
+// every callback on its goroutine. If one is in progress (Stop from a task,
+// or from another goroutine meanwhile), Stop returns nil and that call
+// cancels the pending timeouts, and makes those calls, as it returns.
+//
 // After Stop, [Timer.NewTimeout], [Timer.AfterFunc] and [Timer.Start] return
 // [ErrTimerStopped] and [Timer.PendingTimeouts] returns 0.
 func (t *Timer) Stop() []*Timeout {
