@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
 )
 
 func main() {
@@ -211,21 +213,15 @@ type Report struct {
 	Results []*Result  `json:"results"`
 }
 
-// Meta describes the run.
+// Meta describes the run: the machine, then this program's own fields.
 type Meta struct {
-	Date       string  `json:"date"`
-	Command    string  `json:"command"`
-	Go         string  `json:"go"`
-	OSArch     string  `json:"os_arch"`
-	CPU        string  `json:"cpu"`
-	Cores      int     `json:"cores"`
-	GOMAXPROCS int     `json:"gomaxprocs"`
-	Commit     string  `json:"commit,omitempty"`
-	Quick      bool    `json:"quick"`
-	Reps       int     `json:"reps"`
-	Seconds    float64 `json:"seconds"`
-	LoadStart  string  `json:"load_start"` // 1-minute load average, /proc/loadavg
-	LoadEnd    string  `json:"load_end"`
+	machine.Info
+	Commit    string  `json:"commit,omitempty"`
+	Quick     bool    `json:"quick"`
+	Reps      int     `json:"reps"`
+	Seconds   float64 `json:"seconds"`
+	LoadStart string  `json:"load_start"` // 1-minute load average, /proc/loadavg
+	LoadEnd   string  `json:"load_end"`
 }
 
 // ImplInfo describes one implementation as run.
@@ -333,7 +329,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 		}
 	}
 	rep.Meta.Seconds = time.Since(start).Seconds()
-	rep.Meta.LoadEnd = loadAverage()
+	rep.Meta.LoadEnd = machine.LoadAverage()
 	for _, r := range rep.Results {
 		summarize(r)
 	}
@@ -508,52 +504,13 @@ func workloadIDs() string {
 }
 
 func meta(quick bool, reps int) Meta {
-	cmd := "cd benchmarks && go run ."
-	for _, a := range os.Args[1:] {
-		cmd += " " + a
+	return Meta{
+		Info:      machine.Describe("cd benchmarks && go run ."),
+		Quick:     quick,
+		Reps:      reps,
+		LoadStart: machine.LoadAverage(),
+		Commit:    machine.Commit(),
 	}
-	m := Meta{
-		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Command:    cmd,
-		Go:         runtime.Version(),
-		OSArch:     runtime.GOOS + "/" + runtime.GOARCH,
-		CPU:        cpuModel(),
-		Cores:      runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		Quick:      quick,
-		Reps:       reps,
-		LoadStart:  loadAverage(),
-	}
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--", "..").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-			m.Commit += " (with uncommitted changes)"
-		}
-	}
-	return m
-}
-
-// loadAverage returns the 1-minute load average of /proc/loadavg.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b) + " unknown")[0]
-}
-
-// cpuModel returns the first "model name" of /proc/cpuinfo.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
 
 // implInfo adds the version each module was built at, from the build info.

@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
 )
 
 // variant is one way of doing a scenario's job.
@@ -66,19 +65,13 @@ type Report struct {
 	Results   []*Result   `json:"results"`
 }
 
-// Meta describes the run.
+// Meta describes the run: the machine, then this program's own fields.
 type Meta struct {
-	Date       string  `json:"date"`
-	Command    string  `json:"command"`
-	Go         string  `json:"go"`
-	OSArch     string  `json:"os_arch"`
-	CPU        string  `json:"cpu"`
-	Cores      int     `json:"cores"`
-	GOMAXPROCS int     `json:"gomaxprocs"`
-	FileLimit  uint64  `json:"file_limit"`
-	Commit     string  `json:"commit,omitempty"`
-	Quick      bool    `json:"quick"`
-	Seconds    float64 `json:"seconds"`
+	machine.Info
+	FileLimit uint64  `json:"file_limit"`
+	Commit    string  `json:"commit,omitempty"`
+	Quick     bool    `json:"quick"`
+	Seconds   float64 `json:"seconds"`
 	// Load averages (1 minute) read from /proc/loadavg before the first
 	// run, before every run (its lowest and highest), and at the end.
 	LoadStart string  `json:"load_start"`
@@ -151,7 +144,7 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 				for j := range sc.Variants {
 					v := sc.Variants[(j+k)%len(sc.Variants)]
 					r := byVariant[v.ID]
-					if l, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+					if l, err := strconv.ParseFloat(machine.LoadAverage(), 64); err == nil {
 						rep.Meta.LoadMin, rep.Meta.LoadMax = min(rep.Meta.LoadMin, l), max(rep.Meta.LoadMax, l)
 					}
 					t0 := time.Now()
@@ -177,7 +170,7 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 		}
 	}
 	rep.Meta.Seconds = time.Since(start).Seconds()
-	rep.Meta.LoadEnd = loadAverage()
+	rep.Meta.LoadEnd = machine.LoadAverage()
 	failed := 0
 	for _, r := range rep.Results {
 		summarize(r)
@@ -239,54 +232,15 @@ func count(n int) string {
 }
 
 func meta(quick bool) Meta {
-	cmd := "cd benchmarks && go run ./scenarios"
-	for _, a := range os.Args[1:] {
-		cmd += " " + a
-	}
 	var lim syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	m := Meta{
-		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Command:    cmd,
-		Go:         runtime.Version(),
-		OSArch:     runtime.GOOS + "/" + runtime.GOARCH,
-		CPU:        cpuModel(),
-		Cores:      runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		FileLimit:  lim.Cur,
-		Quick:      quick,
-		LoadStart:  loadAverage(),
+	return Meta{
+		Info:      machine.Describe("cd benchmarks && go run ./scenarios"),
+		FileLimit: lim.Cur,
+		Quick:     quick,
+		LoadStart: machine.LoadAverage(),
+		Commit:    machine.Commit(),
 	}
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--", "..").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-			m.Commit += " (with uncommitted changes)"
-		}
-	}
-	return m
-}
-
-// loadAverage returns the 1-minute load average of /proc/loadavg.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b) + " unknown")[0]
-}
-
-// cpuModel returns the first "model name" of /proc/cpuinfo.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
 
 // rerender writes the tables and charts of the report in file under out.
