@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 func main() {
@@ -540,11 +541,11 @@ func implInfo(im impl) ImplInfo {
 func sizesInfo(sz sizes) SizesInfo {
 	return SizesInfo{
 		Ops: sz.ops, Goroutines: sz.goroutines, PendingOps: sz.pendingOps, Pendings: sz.pendings,
-		Memory: sz.memory, Burst: sz.burst, BurstLeadMS: ms(sz.burstLead),
-		IdleWindowMS: ms(sz.idleWindow), IdlePending: sz.idlePending,
-		Late: sz.late, LateSpreadMS: ms(sz.lateSpread), Conns: sz.conns,
-		Heartbeats: sz.heartbeats, PeriodMS: ms(sz.period), HeartbeatMS: ms(sz.heartbeatWin),
-		TickMS: ms(benchTick), Buckets: benchBuckets,
+		Memory: sz.memory, Burst: sz.burst, BurstLeadMS: measure.Millis(sz.burstLead),
+		IdleWindowMS: measure.Millis(sz.idleWindow), IdlePending: sz.idlePending,
+		Late: sz.late, LateSpreadMS: measure.Millis(sz.lateSpread), Conns: sz.conns,
+		Heartbeats: sz.heartbeats, PeriodMS: measure.Millis(sz.period), HeartbeatMS: measure.Millis(sz.heartbeatWin),
+		TickMS: measure.Millis(benchTick), Buckets: benchBuckets,
 	}
 }
 

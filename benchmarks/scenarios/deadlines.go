@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Request deadlines, from both ends.
@@ -197,17 +198,17 @@ func runHTTPServerRole(b []byte) error {
 		return err
 	}
 	reqs0 := h.reqs.Load()
-	var w window
+	var w measure.Window
 	prof := profiler{name: "http-" + spec.Variant}
 	if err := prof.start(); err != nil {
 		return err
 	}
-	w.begin()
+	w.Begin()
 	ctl.say("ok")
 	if err := ctl.want("end"); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	share, samples, sampled, err := prof.stop()
 	if err != nil {
 		return err
@@ -215,7 +216,7 @@ func runHTTPServerRole(b []byte) error {
 	reqs := h.reqs.Load() - reqs0
 	o := outcome{Metrics: map[string]float64{
 		"reqs_per_s":  float64(reqs) / w.Wall.Seconds(),
-		"cores":       w.cores(),
+		"cores":       w.Cores(),
 		"cpu_us_req":  nsPer(w.CPU, reqs) / 1e3,
 		"allocs_req":  float64(w.Mallocs) / float64(max(reqs, 1)),
 		"timer_share": share,
@@ -290,14 +291,14 @@ func runHTTPClientRole(b []byte) error {
 		})
 	}
 	ctl := newControl()
-	var w window
-	w.begin()
+	var w measure.Window
+	w.Begin()
 	n0 := answers.Load()
 	ctl.say("ready")
 	if err := ctl.want("end"); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	n := answers.Load() - n0
 	close(done)
 	for _, c := range conns {
@@ -308,7 +309,7 @@ func runHTTPClientRole(b []byte) error {
 		c.Close()
 	}
 	o := outcome{Metrics: map[string]float64{
-		"cores":      w.cores(),
+		"cores":      w.Cores(),
 		"reqs_per_s": float64(n) / w.Wall.Seconds(),
 		"non200s":    float64(non200s.Load()),
 	}}
@@ -559,16 +560,16 @@ func runRPCClientRole(b []byte) error {
 
 	time.Sleep(c.spec.Warmup)
 	n0 := answered.Load()
-	var w window
+	var w measure.Window
 	prof := profiler{name: "rpc-" + c.spec.Variant}
 	if err := prof.start(); err != nil {
 		return err
 	}
-	w.begin()
+	w.Begin()
 	time.Sleep(c.spec.Window / 2)
 	inFlightMid := len(queue)
 	time.Sleep(c.spec.Window - c.spec.Window/2)
-	w.end()
+	w.End()
 	share, samples, sampled, err := prof.stop()
 	if err != nil {
 		return err
@@ -589,7 +590,7 @@ func runRPCClientRole(b []byte) error {
 	o := outcome{Metrics: map[string]float64{
 		"reqs_per_s":  float64(n) / w.Wall.Seconds(),
 		"in_flight":   float64(inFlightMid),
-		"cores":       w.cores(),
+		"cores":       w.Cores(),
 		"cpu_ns_req":  nsPer(w.CPU, n),
 		"allocs_req":  float64(w.Mallocs) / float64(n),
 		"timer_share": share,

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
 )
@@ -366,7 +367,7 @@ func (s *gnetServer[T]) OnClose(c gnet.Conn, _ error) gnet.Action {
 		}
 		if s.measuring.Load() {
 			s.lateMu.Lock()
-			s.late = append(s.late, ms(time.Duration(late)))
+			s.late = append(s.late, measure.Millis(time.Duration(late)))
 			s.lateMu.Unlock()
 		}
 	}
@@ -475,28 +476,28 @@ func serveGnet[T any](spec gnetSpec, newTimers func(*gnetServer[T]) (timers[T], 
 		return fmt.Errorf("gnet did not boot within 30s")
 	}
 	ctl := newControl()
-	heap0, _ := liveMemory()
+	heap0, _ := measure.LiveMemory()
 	ctl.say("ready %s", addr)
 
 	if err := ctl.want("begin"); err != nil {
 		return err
 	}
-	heap1, _ := liveMemory()
+	heap1, _ := measure.LiveMemory()
 	conns := s.open.Load()
 	msgs0, pings0, kicks0 := s.counts()
-	var w window
+	var w measure.Window
 	prof := profiler{name: "eventloop-" + spec.Variant}
 	if err := prof.start(); err != nil {
 		return err
 	}
 	s.measuring.Store(true)
-	w.begin()
+	w.Begin()
 	ctl.say("ok")
 
 	if err := ctl.want("end"); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	s.measuring.Store(false)
 	share, samples, sampled, err := prof.stop()
 	if err != nil {
@@ -508,7 +509,7 @@ func serveGnet[T any](spec gnetSpec, newTimers func(*gnetServer[T]) (timers[T], 
 	m := map[string]float64{
 		"conns":         float64(conns),
 		"heap_per_conn": (float64(heap1) - float64(heap0)) / float64(max(conns, 1)),
-		"cores":         w.cores(),
+		"cores":         w.Cores(),
 		"cpu_us_msg":    nsPer(w.CPU, msgs) / 1e3,
 		"allocs_msg":    float64(w.Mallocs) / float64(max(msgs, 1)),
 		"msgs_per_s":    float64(msgs) / w.Wall.Seconds(),
@@ -553,7 +554,7 @@ func kickFigures(m map[string]float64, late []float64, tick time.Duration) {
 	latenessFigures(m, "kick_late", late)
 	over := 0
 	for _, l := range late {
-		if l > ms(tick) {
+		if l > measure.Millis(tick) {
 			over++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 	"github.com/panjf2000/gnet/v2"
 )
 
@@ -73,7 +74,7 @@ func (w *wheelTimers) stats() map[string]float64 {
 	return map[string]float64{
 		"wheel_expired":     float64(st.Expired),
 		"wheel_late":        float64(st.Late),
-		"wheel_max_late_ms": ms(st.MaxLateness),
+		"wheel_max_late_ms": measure.Millis(st.MaxLateness),
 		"wheel_ticks":       float64(st.Ticks),
 		"wheel_wakeups":     float64(st.Wakeups),
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Goroutine per connection: the TCP idle server most Go programs are, with
@@ -115,28 +116,28 @@ func runGoroutineServerRole(b []byte) error {
 		}
 	}()
 	ctl := newControl()
-	heap0, stacks0 := liveMemory()
+	heap0, stacks0 := measure.LiveMemory()
 	ctl.say("ready %s", ln.Addr())
 
 	if err := ctl.want("begin"); err != nil {
 		return err
 	}
-	heap1, stacks1 := liveMemory()
+	heap1, stacks1 := measure.LiveMemory()
 	conns := s.open.Load()
 	msgs0, kicks0 := s.msgs.Load(), s.kicks.Load()
-	var w window
+	var w measure.Window
 	prof := profiler{name: "goroutine-" + spec.Variant}
 	if err := prof.start(); err != nil {
 		return err
 	}
 	s.measuring.Store(true)
-	w.begin()
+	w.Begin()
 	ctl.say("ok")
 
 	if err := ctl.want("end"); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	s.measuring.Store(false)
 	share, samples, sampled, err := prof.stop()
 	if err != nil {
@@ -148,7 +149,7 @@ func runGoroutineServerRole(b []byte) error {
 		"conns":         float64(conns),
 		"heap_per_conn": (float64(heap1) - float64(heap0)) / float64(max(conns, 1)),
 		"mem_per_conn":  (float64(heap1+stacks1) - float64(heap0+stacks0)) / float64(max(conns, 1)),
-		"cores":         w.cores(),
+		"cores":         w.Cores(),
 		"cpu_us_msg":    nsPer(w.CPU, msgs) / 1e3,
 		"allocs_msg":    float64(w.Mallocs) / float64(max(msgs, 1)),
 		"msgs_per_s":    float64(msgs) / w.Wall.Seconds(),
@@ -263,7 +264,7 @@ func (s *goroutineServer) kicked(late int64) {
 	}
 	if s.measuring.Load() {
 		s.mu.Lock()
-		s.late = append(s.late, ms(time.Duration(late)))
+		s.late = append(s.late, measure.Millis(time.Duration(late)))
 		s.mu.Unlock()
 	}
 }

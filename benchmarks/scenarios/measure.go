@@ -10,78 +10,10 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
-	"golang.org/x/sys/unix"
 )
-
-// processCPU returns the CPU time, user plus system, of every thread of this
-// process so far (getrusage RUSAGE_SELF): the timers' own goroutines and the
-// garbage collector are counted.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err) // Linux only, as the README says
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// threadCPU returns the CPU time of the calling OS thread; the goroutine
-// must be locked to it (runtime.LockOSThread) for the difference of two
-// readings to mean anything.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return time.Duration(ts.Nano())
-}
-
-// window measures the process's CPU, wall time and allocations between
-// begin and end.
-type window struct {
-	cpu0    time.Duration
-	t0      time.Time
-	mallocs uint64
-	gcs     uint32
-
-	CPU, Wall time.Duration
-	Mallocs   uint64
-	GCs       uint32
-}
-
-func (w *window) begin() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w.mallocs, w.gcs = ms.Mallocs, ms.NumGC
-	w.t0 = time.Now()
-	w.cpu0 = processCPU()
-}
-
-func (w *window) end() {
-	w.CPU = processCPU() - w.cpu0
-	w.Wall = time.Since(w.t0)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w.Mallocs = ms.Mallocs - w.mallocs
-	w.GCs = ms.NumGC - w.gcs
-}
-
-// cores is the CPU the window used per second of wall time.
-func (w *window) cores() float64 { return w.CPU.Seconds() / w.Wall.Seconds() }
-
-// liveMemory returns the bytes of heap objects reachable after a full GC,
-// and the bytes of goroutine stacks in use.
-func liveMemory() (heap, stacks uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc, ms.StackInuse
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func nsPer(d time.Duration, n int64) float64 {
 	if n <= 0 {
