@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// writeCharts draws the charts of benchmarks.md from the report, as PNG.
-func writeCharts(out string, rep *Report) error {
+// Charts draws the charts of benchmarks.md into out, as PNG.
+func (rep *Report) Charts(out string) error {
 	if rep.has("pending") {
 		if err := costPerOpChart(filepath.Join(out, costChart), rep); err != nil {
 			return fmt.Errorf("%s: %w", costChart, err)

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -31,6 +30,8 @@ import (
 
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
 
 func main() {
@@ -334,7 +335,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	for _, r := range rep.Results {
 		summarize(r)
 	}
-	if err := writeAll(out, rep); err != nil {
+	if err := report.Save(out, "benchmarks", rep); err != nil {
 		return err
 	}
 	if readme != "" {
@@ -396,12 +397,8 @@ func summarize(r *Result) {
 		return
 	}
 	r.Median = map[string]float64{}
-	for name := range r.Reps[0] {
-		vals := make([]float64, 0, len(r.Reps))
-		for _, m := range r.Reps {
-			vals = append(vals, m[name])
-		}
-		r.Median[name] = median(vals)
+	for name, vals := range stats.ByName(r.Reps) {
+		r.Median[name] = stats.LowerMedian(vals)
 	}
 	if len(r.quantiles) > 0 {
 		idx := make([]int, len(r.Reps))
@@ -413,14 +410,6 @@ func summarize(r *Result) {
 		})
 		r.Quantiles = r.quantiles[idx[(len(idx)-1)/2]]
 	}
-}
-
-// median returns the middle value; of an even count, the lower middle one,
-// so that it is a value that was measured.
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[(len(s)-1)/2]
 }
 
 func cmpFloat(a, b float64) int {
@@ -448,28 +437,9 @@ func paramName(p planned) string {
 	return ""
 }
 
-// count writes 1000 as 1e3, and numbers that are no power of ten in full.
-func count(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	e := 0
-	for m := n; m%10 == 0; m /= 10 {
-		e++
-	}
-	if n == pow10(e) && e >= 2 {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
-}
-
-func pow10(e int) int {
-	n := 1
-	for range e {
-		n *= 10
-	}
-	return n
-}
+// count writes 100 as 1e2, 1000 as 1e3, and numbers that are no power of
+// ten in full.
+func count(n int) string { return report.Count(n, 2) }
 
 func chooseImpls(only string) ([]impl, error) {
 	if only == "" {
@@ -551,34 +521,15 @@ func sizesInfo(sz sizes) SizesInfo {
 
 // rerender writes the tables and charts of the report in file under out.
 func rerender(file, out, readme string) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	var rep Report
+	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if err := writeAll(out, &rep); err != nil {
+	if err := report.Save(out, "benchmarks", &rep); err != nil {
 		return err
 	}
 	if readme != "" {
 		return updateReadme(readme, &rep)
 	}
 	return nil
-}
-
-// writeAll writes benchmarks.json, benchmarks.md and the charts.
-func writeAll(out string, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "benchmarks.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := writeCharts(out, rep); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(markdown(rep)), 0o644)
 }

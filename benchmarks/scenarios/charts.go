@@ -15,8 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// writeCharts draws the charts of scenarios.md, as PNG.
-func writeCharts(out string, rep *Report) error {
+// Charts draws the charts of scenarios.md into out, as PNG.
+func (rep *Report) Charts(out string) error {
 	if sc := rep.scenario("sessions"); sc != nil {
 		if err := sessionsCoresChart(filepath.Join(out, sessionsChart), rep, sc); err != nil {
 			return fmt.Errorf("%s: %w", sessionsChart, err)

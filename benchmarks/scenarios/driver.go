@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
 
 // variant is one way of doing a scenario's job.
@@ -176,7 +176,7 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 		summarize(r)
 		failed += len(r.Violations)
 	}
-	return failed, writeAll(out, rep)
+	return failed, report.Save(out, "scenarios", rep)
 }
 
 // summarize takes the median, minimum and maximum of each figure over the
@@ -186,28 +186,10 @@ func summarize(r *Result) {
 		return
 	}
 	r.Median, r.Min, r.Max = map[string]float64{}, map[string]float64{}, map[string]float64{}
-	for name := range r.Reps[0] {
-		var vals []float64
-		for _, m := range r.Reps {
-			if v, ok := m[name]; ok {
-				vals = append(vals, v)
-			}
-		}
-		r.Median[name] = median(vals)
+	for name, vals := range stats.ByName(r.Reps) {
+		r.Median[name] = stats.Median(vals)
 		r.Min[name], r.Max[name] = slices.Min(vals), slices.Max(vals)
 	}
-}
-
-// median returns the middle value; of an even count, the mean of the two
-// middle ones.
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // caseName is how a scenario's case reads in tables and progress.
@@ -218,18 +200,9 @@ func caseName(scenario string, c int) string {
 	return ""
 }
 
-// count writes 1000 as 1e3, and numbers that are no power of ten in full.
-func count(n int) string {
-	e, m := 0, n
-	for m >= 10 && m%10 == 0 {
-		m /= 10
-		e++
-	}
-	if m == 1 && e >= 3 {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
-}
+// count writes 1000 as 1e3, and numbers that are no power of ten (or
+// less than 1000) in full.
+func count(n int) string { return report.Count(n, 3) }
 
 func meta(quick bool) Meta {
 	var lim syscall.Rlimit
@@ -245,37 +218,17 @@ func meta(quick bool) Meta {
 
 // rerender writes the tables and charts of the report in file under out.
 func rerender(file, out string) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	var rep Report
+	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return writeAll(out, &rep)
+	return report.Save(out, "scenarios", &rep)
 }
 
-// Files written to the output directory.
+// Files written to the output directory besides scenarios.json and
+// scenarios.md.
 const (
-	jsonFile       = "scenarios.json"
-	mdFile         = "scenarios.md"
 	sessionsChart  = "scenarios-sessions.png"
 	eventLoopChart = "scenarios-eventloop.png"
 	deadlinesChart = "scenarios-deadlines.png"
 )
-
-// writeAll writes scenarios.json, scenarios.md and the charts.
-func writeAll(out string, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, jsonFile), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := writeCharts(out, rep); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, mdFile), []byte(markdown(rep)), 0o644)
-}

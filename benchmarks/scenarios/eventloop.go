@@ -13,9 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Event loop: a gnet echo server, its clients in another process (see

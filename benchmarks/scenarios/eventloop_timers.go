@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/panjf2000/gnet/v2"
+
 	"github.com/hashedwheel/hashedwheel"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
-	"github.com/panjf2000/gnet/v2"
 )
 
 // The variants of the event-loop scenario. Every type and function here is

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
 
 func nsPer(d time.Duration, n int64) float64 {
@@ -20,15 +22,6 @@ func nsPer(d time.Duration, n int64) float64 {
 		return math.NaN()
 	}
 	return float64(d.Nanoseconds()) / float64(n)
-}
-
-// quantile returns the q-quantile of sorted values (nearest rank).
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // latenessFigures summarizes lateness samples (ms) under a name prefix:
@@ -40,8 +33,8 @@ func latenessFigures(m map[string]float64, prefix string, late []float64) {
 	if len(s) == 0 {
 		return
 	}
-	m[prefix+"_p50_ms"] = quantile(s, 0.5)
-	m[prefix+"_p99_ms"] = quantile(s, 0.99)
+	m[prefix+"_p50_ms"] = stats.Quantile(s, 0.5)
+	m[prefix+"_p99_ms"] = stats.Quantile(s, 0.99)
 	m[prefix+"_max_ms"] = s[len(s)-1]
 }
 
