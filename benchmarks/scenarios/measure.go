@@ -10,10 +10,12 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
 
@@ -93,6 +95,49 @@ func (p *profiler) stop() (share float64, samples int, sampled time.Duration, er
 		return 0, samples, 0, nil
 	}
 	return float64(timer) / float64(total), samples, time.Duration(total), nil
+}
+
+// profiledWindow is a measured window with a CPU profile over it: the
+// process's figures, and the share of its CPU that timer code took.
+type profiledWindow struct {
+	measure.Window
+	prof    profiler
+	share   float64       // of the profile's CPU, timer code's
+	samples int           // in the profile
+	sampled time.Duration // the CPU time the samples stand for
+}
+
+// begin starts the profile, named name (see profiler), sets measuring if
+// it is not nil, and starts the window.
+func (w *profiledWindow) begin(name string, measuring *atomic.Bool) error {
+	w.prof.name = name
+	if err := w.prof.start(); err != nil {
+		return err
+	}
+	if measuring != nil {
+		measuring.Store(true)
+	}
+	w.Begin()
+	return nil
+}
+
+// end ends the window, clears measuring if it is not nil, and stops the
+// profile.
+func (w *profiledWindow) end(measuring *atomic.Bool) (err error) {
+	w.End()
+	if measuring != nil {
+		measuring.Store(false)
+	}
+	w.share, w.samples, w.sampled, err = w.prof.stop()
+	return err
+}
+
+// addProfile adds the profile's figures to m: the timer share, the number
+// of samples, and the share of the window's CPU they stand for.
+func (w *profiledWindow) addProfile(m map[string]float64) {
+	m["timer_share"] = w.share
+	m["samples"] = float64(w.samples)
+	m["profiled"] = float64(w.sampled) / float64(w.CPU)
 }
 
 // isTimerWork reports whether a sample is the timers' work: walking its stack
