@@ -6,15 +6,16 @@ import (
 	"math"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/chart"
 )
 
-// writeCharts draws the charts of benchmarks.md from the report, as PNG.
-func writeCharts(out string, rep *Report) error {
+// Charts draws the charts of benchmarks.md into out, as PNG.
+func (rep *Report) Charts(out string) error {
 	if rep.has("pending") {
 		if err := costPerOpChart(filepath.Join(out, costChart), rep); err != nil {
 			return fmt.Errorf("%s: %w", costChart, err)
@@ -33,37 +34,14 @@ func writeCharts(out string, rep *Report) error {
 	return nil
 }
 
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Legend.TextStyle.Font.Size = vg.Points(11)
-	p.Add(plotter.NewGrid())
-	return p
-}
-
-func caption(rep *Report) string {
-	m := rep.Meta
-	s := fmt.Sprintf("%s, %d cores, %s, %s", m.CPU, m.Cores, m.Go, m.Date)
-	if m.Quick {
-		s += " (quick mode: tiny sizes)"
-	}
-	return s
-}
+func caption(rep *Report) string { return chart.Caption(rep.Meta.Info, "", rep.Meta.Quick) }
 
 // costPerOpChart draws CPU per schedule-and-cancel against the pending count,
 // one line per implementation, both axes logarithmic.
 func costPerOpChart(path string, rep *Report) error {
-	p := newPlot("CPU per schedule + cancel, against timeouts already pending",
+	p := chart.New("CPU per schedule + cancel, against timeouts already pending",
 		"timeouts pending (log scale)\n"+caption(rep), "CPU ns per schedule + cancel (log scale)")
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = powersOfTen{}
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = oneTwoFive{}
-	p.Legend.Top = true
-	p.Legend.Left = true
+	chart.LogLog(p, chart.OneTwoFive{Label: func(v float64) string { return num(v, 0) }})
 	ymin, ymax := math.Inf(1), 0.0
 	for i, im := range rep.Impls {
 		var xys plotter.XYs
@@ -76,15 +54,10 @@ func costPerOpChart(path string, rep *Report) error {
 		if len(xys) == 0 {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(xys)
+		line, points, err := chart.LinePoints(xys, i)
 		if err != nil {
 			return err
 		}
-		line.Color = plotutil.Color(i)
-		line.Width = vg.Points(2)
-		points.Color = plotutil.Color(i)
-		points.Shape = plotutil.Shape(i)
-		points.Radius = vg.Points(3.5)
 		p.Add(line, points)
 		p.Legend.Add(im.Label, line, points)
 	}
@@ -109,7 +82,7 @@ func latenessCDFChart(path string, rep *Report) error {
 	}
 	xmin = math.Floor(math.Max(xmin, -4*rep.Sizes.TickMS)) - 1
 	xmax = math.Ceil(math.Min(xmax*1.1, 4*rep.Sizes.TickMS))
-	p := newPlot(fmt.Sprintf("Lateness of %s timeouts spread over %s, %s tick",
+	p := chart.New(fmt.Sprintf("Lateness of %s timeouts spread over %s, %s tick",
 		num(float64(param), 0), msDur(rep.Sizes.LateSpreadMS), msDur(rep.Sizes.TickMS)),
 		fmt.Sprintf("lateness, ms: time run minus time due (axis cut at %g ms)\n", xmax)+caption(rep), "share of tasks run by then")
 
@@ -164,7 +137,7 @@ func latenessCDFChart(path string, rep *Report) error {
 // idleBarChart draws the CPU per second of each implementation with nothing
 // due: with nothing pending, and with many timeouts pending far away.
 func idleBarChart(path string, rep *Report) error {
-	p := newPlot(fmt.Sprintf("Idle: CPU per second with nothing due (%s window)", msDur(rep.Sizes.IdleWindowMS)),
+	p := chart.New(fmt.Sprintf("Idle: CPU per second with nothing due (%s window)", msDur(rep.Sizes.IdleWindowMS)),
 		caption(rep), "process CPU, ms per second")
 	groups := []struct {
 		param int
@@ -201,15 +174,11 @@ func idleBarChart(path string, rep *Report) error {
 			labels[i] = num(v, 2)
 			xys[i] = plotter.XY{X: float64(i), Y: v}
 		}
-		ls, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+		ls, err := chart.Labels(plotter.XYLabels{XYs: xys, Labels: labels}, 9, draw.XCenter,
+			vg.Point{X: (vg.Length(g) - 0.5) * width, Y: vg.Points(3)})
 		if err != nil {
 			return err
 		}
-		for i := range ls.TextStyle {
-			ls.TextStyle[i].Font.Size = vg.Points(9)
-			ls.TextStyle[i].XAlign = draw.XCenter
-		}
-		ls.Offset = vg.Point{X: (vg.Length(g) - 0.5) * width, Y: vg.Points(3)}
 		p.Add(ls)
 	}
 	p.NominalX(names...)
@@ -219,32 +188,4 @@ func idleBarChart(path string, rep *Report) error {
 	p.Y.Min = 0
 	p.Y.Max *= 1.25 // room for the legend and the labels
 	return p.Save(10*vg.Inch, 5.5*vg.Inch, path)
-}
-
-// powersOfTen ticks a log axis at each power of ten, written 1e3.
-type powersOfTen struct{}
-
-func (powersOfTen) Ticks(lo, hi float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
-		if v := math.Pow(10, e); v >= lo {
-			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("1e%d", int(e))})
-		}
-	}
-	return ticks
-}
-
-// oneTwoFive ticks a log axis at 1, 2 and 5 times each power of ten.
-type oneTwoFive struct{}
-
-func (oneTwoFive) Ticks(lo, hi float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
-		for _, m := range []float64{1, 2, 5} {
-			if v := m * math.Pow(10, e); v >= lo && v <= hi {
-				ticks = append(ticks, plot.Tick{Value: v, Label: num(v, 0)})
-			}
-		}
-	}
-	return ticks
 }

@@ -21,13 +21,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
 
 func main() {
@@ -211,21 +215,15 @@ type Report struct {
 	Results []*Result  `json:"results"`
 }
 
-// Meta describes the run.
+// Meta describes the run: the machine, then this program's own fields.
 type Meta struct {
-	Date       string  `json:"date"`
-	Command    string  `json:"command"`
-	Go         string  `json:"go"`
-	OSArch     string  `json:"os_arch"`
-	CPU        string  `json:"cpu"`
-	Cores      int     `json:"cores"`
-	GOMAXPROCS int     `json:"gomaxprocs"`
-	Commit     string  `json:"commit,omitempty"`
-	Quick      bool    `json:"quick"`
-	Reps       int     `json:"reps"`
-	Seconds    float64 `json:"seconds"`
-	LoadStart  string  `json:"load_start"` // 1-minute load average, /proc/loadavg
-	LoadEnd    string  `json:"load_end"`
+	machine.Info
+	Commit    string  `json:"commit,omitempty"`
+	Quick     bool    `json:"quick"`
+	Reps      int     `json:"reps"`
+	Seconds   float64 `json:"seconds"`
+	LoadStart string  `json:"load_start"` // 1-minute load average, /proc/loadavg
+	LoadEnd   string  `json:"load_end"`
 }
 
 // ImplInfo describes one implementation as run.
@@ -333,11 +331,11 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 		}
 	}
 	rep.Meta.Seconds = time.Since(start).Seconds()
-	rep.Meta.LoadEnd = loadAverage()
+	rep.Meta.LoadEnd = machine.LoadAverage()
 	for _, r := range rep.Results {
 		summarize(r)
 	}
-	if err := writeAll(out, rep); err != nil {
+	if err := report.Save(out, "benchmarks", rep); err != nil {
 		return err
 	}
 	if readme != "" {
@@ -399,12 +397,8 @@ func summarize(r *Result) {
 		return
 	}
 	r.Median = map[string]float64{}
-	for name := range r.Reps[0] {
-		vals := make([]float64, 0, len(r.Reps))
-		for _, m := range r.Reps {
-			vals = append(vals, m[name])
-		}
-		r.Median[name] = median(vals)
+	for name, vals := range stats.ByName(r.Reps) {
+		r.Median[name] = stats.LowerMedian(vals)
 	}
 	if len(r.quantiles) > 0 {
 		idx := make([]int, len(r.Reps))
@@ -416,14 +410,6 @@ func summarize(r *Result) {
 		})
 		r.Quantiles = r.quantiles[idx[(len(idx)-1)/2]]
 	}
-}
-
-// median returns the middle value; of an even count, the lower middle one,
-// so that it is a value that was measured.
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[(len(s)-1)/2]
 }
 
 func cmpFloat(a, b float64) int {
@@ -451,28 +437,9 @@ func paramName(p planned) string {
 	return ""
 }
 
-// count writes 1000 as 1e3, and numbers that are no power of ten in full.
-func count(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	e := 0
-	for m := n; m%10 == 0; m /= 10 {
-		e++
-	}
-	if n == pow10(e) && e >= 2 {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
-}
-
-func pow10(e int) int {
-	n := 1
-	for range e {
-		n *= 10
-	}
-	return n
-}
+// count writes 100 as 1e2, 1000 as 1e3, and numbers that are no power of
+// ten in full.
+func count(n int) string { return report.Count(n, 2) }
 
 func chooseImpls(only string) ([]impl, error) {
 	if only == "" {
@@ -508,52 +475,13 @@ func workloadIDs() string {
 }
 
 func meta(quick bool, reps int) Meta {
-	cmd := "cd benchmarks && go run ."
-	for _, a := range os.Args[1:] {
-		cmd += " " + a
+	return Meta{
+		Info:      machine.Describe("cd benchmarks && go run ."),
+		Quick:     quick,
+		Reps:      reps,
+		LoadStart: machine.LoadAverage(),
+		Commit:    machine.Commit(),
 	}
-	m := Meta{
-		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Command:    cmd,
-		Go:         runtime.Version(),
-		OSArch:     runtime.GOOS + "/" + runtime.GOARCH,
-		CPU:        cpuModel(),
-		Cores:      runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		Quick:      quick,
-		Reps:       reps,
-		LoadStart:  loadAverage(),
-	}
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--", "..").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-			m.Commit += " (with uncommitted changes)"
-		}
-	}
-	return m
-}
-
-// loadAverage returns the 1-minute load average of /proc/loadavg.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b) + " unknown")[0]
-}
-
-// cpuModel returns the first "model name" of /proc/cpuinfo.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
 
 // implInfo adds the version each module was built at, from the build info.
@@ -583,44 +511,25 @@ func implInfo(im impl) ImplInfo {
 func sizesInfo(sz sizes) SizesInfo {
 	return SizesInfo{
 		Ops: sz.ops, Goroutines: sz.goroutines, PendingOps: sz.pendingOps, Pendings: sz.pendings,
-		Memory: sz.memory, Burst: sz.burst, BurstLeadMS: ms(sz.burstLead),
-		IdleWindowMS: ms(sz.idleWindow), IdlePending: sz.idlePending,
-		Late: sz.late, LateSpreadMS: ms(sz.lateSpread), Conns: sz.conns,
-		Heartbeats: sz.heartbeats, PeriodMS: ms(sz.period), HeartbeatMS: ms(sz.heartbeatWin),
-		TickMS: ms(benchTick), Buckets: benchBuckets,
+		Memory: sz.memory, Burst: sz.burst, BurstLeadMS: measure.Millis(sz.burstLead),
+		IdleWindowMS: measure.Millis(sz.idleWindow), IdlePending: sz.idlePending,
+		Late: sz.late, LateSpreadMS: measure.Millis(sz.lateSpread), Conns: sz.conns,
+		Heartbeats: sz.heartbeats, PeriodMS: measure.Millis(sz.period), HeartbeatMS: measure.Millis(sz.heartbeatWin),
+		TickMS: measure.Millis(benchTick), Buckets: benchBuckets,
 	}
 }
 
 // rerender writes the tables and charts of the report in file under out.
 func rerender(file, out, readme string) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	var rep Report
+	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if err := writeAll(out, &rep); err != nil {
+	if err := report.Save(out, "benchmarks", &rep); err != nil {
 		return err
 	}
 	if readme != "" {
 		return updateReadme(readme, &rep)
 	}
 	return nil
-}
-
-// writeAll writes benchmarks.json, benchmarks.md and the charts.
-func writeAll(out string, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "benchmarks.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := writeCharts(out, rep); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(markdown(rep)), 0o644)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
 )
 
 // Files written next to benchmarks.json.
@@ -73,30 +75,23 @@ type column struct {
 // table writes one row per implementation. A row whose result failed or has
 // no API says so instead.
 func (rep *Report) table(b *strings.Builder, workload string, cols []column, api func(ImplInfo) string) {
-	b.WriteString("| implementation |")
+	head := []report.Column{{Title: "implementation"}}
 	if api != nil {
-		b.WriteString(" API |")
+		head = append(head, report.Column{Title: "API"})
 	}
 	for _, c := range cols {
-		b.WriteString(" " + c.title + " |")
+		head = append(head, report.Column{Title: c.title, Right: true})
 	}
-	b.WriteString("\n|---|")
-	if api != nil {
-		b.WriteString("---|")
-	}
-	for range cols {
-		b.WriteString("--:|")
-	}
-	b.WriteString("\n")
+	report.TableHead(b, head...)
 	var notes []string
 	for _, im := range rep.Impls {
-		fmt.Fprintf(b, "| %s |", im.Label)
+		row := []string{im.Label}
 		if api != nil {
 			a := api(im)
 			if a == "" {
 				a = "no API"
 			}
-			fmt.Fprintf(b, " %s |", a)
+			row = append(row, a)
 		}
 		// A row that did not run says why once, not in every column.
 		if why := rep.whyNot(im.ID, workload, cols); why != "" {
@@ -107,17 +102,15 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 			case api != nil:
 				why = "–"
 			}
-			b.WriteString(" " + why + " |")
-			for range cols[1:] {
-				b.WriteString(" |")
-			}
-			b.WriteString("\n")
+			row = append(row, why)
+			row = append(row, make([]string, len(cols)-1)...) // empty cells
+			report.TableRow(b, row...)
 			continue
 		}
 		for _, c := range cols {
-			b.WriteString(" " + rep.cell(im.ID, workload, c) + " |")
+			row = append(row, rep.cell(im.ID, workload, c))
 		}
-		b.WriteString("\n")
+		report.TableRow(b, row...)
 		// A repetition that failed after others ran: the medians are of
 		// fewer repetitions, and the later ones were not tried.
 		seen := map[int]bool{}
@@ -190,28 +183,13 @@ func (rep *Report) cell(impl, workload string, c column) string {
 	return num(v/base, 2) + "×"
 }
 
-// num formats v with prec decimals, with thousands separated by commas.
+// num formats v with prec decimals, with thousands separated by commas, a
+// minus sign (−) before a negative value, and "n/a" for NaN.
 func num(v float64, prec int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	s := fmt.Sprintf("%.*f", prec, math.Abs(v))
-	intPart, frac, _ := strings.Cut(s, ".")
-	var out []byte
-	for i := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, intPart[i])
-	}
-	s = string(out)
-	if frac != "" {
-		s += "." + frac
-	}
-	if v < 0 && strings.Trim(s, "0.,") != "" {
-		s = "−" + s
-	}
-	return s
+	return report.Grouped(v, prec, "−")
 }
 
 // summary is the short table of the README and of the top of
@@ -244,26 +222,23 @@ func (rep *Report) summary() string {
 		"cpu_ns_op": "schedcancel", "bytes_per_timeout": "memory", "ms_to_last": "burst",
 		"wakeups_per_s": "idle", "p99_ms": "lateness", "early": "lateness",
 	}
-	b.WriteString("| implementation |")
+	head := []report.Column{{Title: "implementation"}}
 	for _, c := range cols {
-		b.WriteString(" " + c.title + " |")
+		head = append(head, report.Column{Title: c.title, Right: true})
 	}
-	b.WriteString("\n|---|")
-	for range cols {
-		b.WriteString("--:|")
-	}
-	b.WriteString("\n")
+	report.TableHead(&b, head...)
 	for _, im := range rep.Impls {
-		fmt.Fprintf(&b, "| %s |", im.Label)
+		row := []string{im.Label}
 		for _, c := range cols {
-			b.WriteString(" " + rep.cell(im.ID, workloadOf[c.metric], c) + " |")
+			row = append(row, rep.cell(im.ID, workloadOf[c.metric], c))
 		}
-		b.WriteString("\n")
+		report.TableRow(&b, row...)
 	}
 	return b.String()
 }
 
-func markdown(rep *Report) string {
+// Markdown returns benchmarks.md.
+func (rep *Report) Markdown() string {
 	var b strings.Builder
 	m := rep.Meta
 	sz := rep.Sizes

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // sizes are the workloads' parameters: full, or tiny for -quick.
@@ -157,8 +159,8 @@ func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, 
 		w.cancel(h)
 		return nil
 	}
-	var r region
-	r.begin()
+	var r measure.Window
+	r.Begin()
 	errs := make(chan error, goroutines)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -176,14 +178,14 @@ func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, 
 		})
 	}
 	wg.Wait()
-	err := w.flush(ops, time.Since(r.t0))
-	r.end()
+	err := w.flush(ops, r.Elapsed())
+	r.End()
 	runtime.KeepAlive(handles)
 	close(errs)
 	if e := <-errs; e != nil {
 		return nil, e
 	}
-	return r.perOp(ops), err
+	return perOp(&r, ops), err
 }
 
 // pendingMemory reports the live heap per pending timeout, with n pending an
@@ -191,20 +193,20 @@ func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, 
 // are kept, as a user would, in a slice made before the baseline is read.
 func pendingMemory(w wheel, n int) (map[string]float64, error) {
 	handles := make([]any, n)
-	before := liveHeap()
+	before, _ := measure.LiveMemory()
 	if err := fillPending(w, handles); err != nil {
 		return nil, err
 	}
-	after := liveHeap()
-	var r region
-	r.begin()
+	after, _ := measure.LiveMemory()
+	var r measure.Window
+	r.Begin()
 	runtime.GC()
-	r.end()
+	r.End()
 	runtime.KeepAlive(handles)
 	return map[string]float64{
 		"bytes_per_timeout": (float64(after) - float64(before)) / float64(n),
-		"gc_ms":             ms(r.wall),
-		"gc_cpu_ms":         ms(r.cpu),
+		"gc_ms":             measure.Millis(r.Wall),
+		"gc_cpu_ms":         measure.Millis(r.CPU),
 	}, nil
 }
 
@@ -224,8 +226,8 @@ func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
 		}
 	}
 	settle()
-	var r region
-	r.begin()
+	var r measure.Window
+	r.Begin()
 	deadline := time.Now().Add(lead)
 	for i := range n {
 		if _, err := w.schedule(time.Until(deadline), task); err != nil {
@@ -243,7 +245,7 @@ func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
 	case <-time.After(lead + time.Minute):
 		return nil, fmt.Errorf("%d of %d tasks ran within a minute of their deadline", next.Load(), n)
 	}
-	r.end()
+	r.End()
 	dl := int64(deadline.Sub(base))
 	early := 0
 	for _, t := range ran {
@@ -252,11 +254,11 @@ func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
 		}
 	}
 	return map[string]float64{
-		"ms_to_first":    ms(time.Duration(slices.Min(ran) - dl)),
-		"ms_to_last":     ms(time.Duration(slices.Max(ran) - dl)),
+		"ms_to_first":    measure.Millis(time.Duration(slices.Min(ran) - dl)),
+		"ms_to_last":     measure.Millis(time.Duration(slices.Max(ran) - dl)),
 		"early":          float64(early),
-		"cpu_ns_timeout": float64(r.cpu.Nanoseconds()) / float64(n),
-		"lead_ms":        ms(lead),
+		"cpu_ns_timeout": float64(r.CPU.Nanoseconds()) / float64(n),
+		"lead_ms":        measure.Millis(lead),
 	}, nil
 }
 
@@ -274,15 +276,15 @@ func idle(w wheel, pending int, window time.Duration) (map[string]float64, error
 	if counts {
 		wake0 = wc.wakeups()
 	}
-	var r region
-	r.begin()
+	var r measure.Window
+	r.Begin()
 	time.Sleep(window)
-	r.end()
+	r.End()
 	runtime.KeepAlive(handles)
-	secs := r.wall.Seconds()
+	secs := r.Wall.Seconds()
 	m := map[string]float64{
-		"cpu_ms_per_s":  ms(r.cpu) / secs,
-		"wakeups_per_s": float64(r.nvcsw) / secs,
+		"cpu_ms_per_s":  measure.Millis(r.CPU) / secs,
+		"wakeups_per_s": float64(r.Nvcsw) / secs,
 	}
 	if counts {
 		m["stats_wakeups_per_s"] = float64(wc.wakeups()-wake0) / secs
@@ -327,7 +329,7 @@ func lateness(w wheel, n int, spread time.Duration) (map[string]float64, []float
 		if d < 0 {
 			early++
 		}
-		late[i] = ms(time.Duration(d))
+		late[i] = measure.Millis(time.Duration(d))
 	}
 	slices.Sort(late)
 	q := make([]float64, 1001)
@@ -359,16 +361,16 @@ func rearm(w wheel, r rearmer, conns, ops int) (map[string]float64, error) {
 		return nil, err
 	}
 	settle()
-	var reg region
-	reg.begin()
+	var reg measure.Window
+	reg.Begin()
 	for i := range ops {
 		timers[i%conns].reset(cancelDelay)
 	}
 	// A re-arm schedules nothing new: flush only waits for the calls that
 	// an implementation hands to its own goroutine.
-	err := w.flush(0, time.Since(reg.t0))
-	reg.end()
-	return reg.perOp(ops), err
+	err := w.flush(0, reg.Elapsed())
+	reg.End()
+	return perOp(&reg, ops), err
 }
 
 // heartbeat runs n periodic tasks, started evenly over one period, and
@@ -393,20 +395,20 @@ func heartbeat(p periodic, n int, period, window time.Duration) (map[string]floa
 	}
 	time.Sleep(2 * period)
 	runs0 := runs.Load()
-	var r region
-	r.begin()
+	var r measure.Window
+	r.Begin()
 	time.Sleep(window)
-	r.end()
+	r.End()
 	got := runs.Load() - runs0
 	for _, stop := range stops {
 		stop()
 	}
-	secs := r.wall.Seconds()
+	secs := r.Wall.Seconds()
 	return map[string]float64{
-		"cpu_ms_per_s":        ms(r.cpu) / secs,
+		"cpu_ms_per_s":        measure.Millis(r.CPU) / secs,
 		"runs_per_s":          float64(got) / secs,
 		"expected_runs_per_s": float64(len(stops)) / period.Seconds(),
-		"cpu_ns_run":          float64(r.cpu.Nanoseconds()) / max(float64(got), 1),
+		"cpu_ns_run":          float64(r.CPU.Nanoseconds()) / max(float64(got), 1),
 	}, nil
 }
 
@@ -423,8 +425,8 @@ func contexts(w wheel, c contexter, ops int, serving bool) (map[string]float64, 
 		parent, cancelParent = context.WithCancel(parent)
 		defer cancelParent()
 	}
-	var r region
-	r.begin()
+	var r measure.Window
+	r.Begin()
 	for range ops {
 		ctx, cancel := c.withTimeout(parent, cancelDelay)
 		if serving {
@@ -436,7 +438,7 @@ func contexts(w wheel, c contexter, ops int, serving bool) (map[string]float64, 
 		}
 		cancel()
 	}
-	err := w.flush(ops, time.Since(r.t0))
-	r.end()
-	return r.perOp(ops), err
+	err := w.flush(ops, r.Elapsed())
+	r.End()
+	return perOp(&r, ops), err
 }

@@ -13,10 +13,12 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/chart"
 )
 
-// writeCharts draws the charts of scenarios.md, as PNG.
-func writeCharts(out string, rep *Report) error {
+// Charts draws the charts of scenarios.md into out, as PNG.
+func (rep *Report) Charts(out string) error {
 	if sc := rep.scenario("sessions"); sc != nil {
 		if err := sessionsCoresChart(filepath.Join(out, sessionsChart), rep, sc); err != nil {
 			return fmt.Errorf("%s: %w", sessionsChart, err)
@@ -35,38 +37,17 @@ func writeCharts(out string, rep *Report) error {
 	return nil
 }
 
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Legend.TextStyle.Font.Size = vg.Points(11)
-	p.Add(plotter.NewGrid())
-	return p
-}
-
 func caption(rep *Report) string {
-	m := rep.Meta
-	s := fmt.Sprintf("%s, %d cores, %s, %s; medians of %d rounds", m.CPU, m.Cores, m.Go, m.Date, rep.Params.Rounds)
-	if m.Quick {
-		s += " (quick mode: tiny sizes)"
-	}
-	return s
+	return chart.Caption(rep.Meta.Info, fmt.Sprintf("; medians of %d rounds", rep.Params.Rounds), rep.Meta.Quick)
 }
 
 // sessionsCoresChart draws the cores used against the number of sessions,
 // one line per variant, both axes logarithmic, with the range over the
 // rounds as error bars.
 func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
-	p := newPlot(fmt.Sprintf("Sessions: CPU used, heartbeat every %v, idle deadline re-armed every %v", dur(rep.Params.Period), dur(rep.Params.Activity)),
+	p := chart.New(fmt.Sprintf("Sessions: CPU used, heartbeat every %v, idle deadline re-armed every %v", dur(rep.Params.Period), dur(rep.Params.Activity)),
 		"sessions (log scale)\n"+caption(rep)+"; error bars from the lowest round to the highest", "cores used (log scale)")
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = powersOfTen{}
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = oneTwoFive{}
-	p.Legend.Top = true
-	p.Legend.Left = true
+	chart.LogLog(p, chart.OneTwoFive{})
 	ymin, ymax := math.Inf(1), 0.0
 	var over plotter.XYs // overloaded variants: no line, a cross and a note
 	var overNotes []string
@@ -92,19 +73,11 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 		if len(xys) == 0 {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(xys)
+		line, points, err := chart.LinePoints(xys, i)
 		if err != nil {
 			return err
 		}
-		line.Color = plotutil.Color(i)
-		line.Width = vg.Points(2)
-		points.Color = plotutil.Color(i)
-		points.Shape = plotutil.Shape(i)
-		points.Radius = vg.Points(3.5)
-		eb, err := plotter.NewYErrorBars(struct {
-			plotter.XYs
-			plotter.YErrors
-		}{xys, errs})
+		eb, err := chart.ErrorBars(xys, errs)
 		if err != nil {
 			return err
 		}
@@ -120,15 +93,11 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 		sc.GlyphStyle.Shape = draw.CrossGlyph{}
 		sc.GlyphStyle.Radius = vg.Points(6)
 		p.Add(sc)
-		ls, err := plotter.NewLabels(plotter.XYLabels{XYs: over, Labels: overNotes})
+		ls, err := chart.Labels(plotter.XYLabels{XYs: over, Labels: overNotes}, 9, draw.XRight,
+			vg.Point{X: -vg.Points(10), Y: -vg.Points(3)})
 		if err != nil {
 			return err
 		}
-		for i := range ls.TextStyle {
-			ls.TextStyle[i].Font.Size = vg.Points(9)
-			ls.TextStyle[i].XAlign = draw.XRight
-		}
-		ls.Offset = vg.Point{X: -vg.Points(10), Y: -vg.Points(3)}
 		p.Add(ls)
 		p.Legend.Add("overloaded: could not keep up, line not drawn", sc)
 	}
@@ -141,9 +110,9 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 // eventLoopCPUChart draws the server's cores per variant in each regime,
 // the timers' share (from the profile) as the darker part of each bar.
 func eventLoopCPUChart(path string, rep *Report) error {
-	p := newPlot("Event loop (gnet): server CPU, the timers' share darker",
+	p := chart.New("Event loop (gnet): server CPU, the timers' share darker",
 		caption(rep), "server cores")
-	p.Y.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = chart.Plain{}
 	var groups []*scenario
 	var names []string
 	for _, r := range []regime{regimeBusy, regimeIdle} {
@@ -185,15 +154,10 @@ func eventLoopCPUChart(path string, rep *Report) error {
 		rb.StackOn(tb)
 		p.Add(tb, rb)
 		p.Legend.Add(v.Label, rb)
-		ls, err := plotter.NewLabels(labels)
+		ls, err := chart.Labels(labels, 8, draw.XCenter, vg.Point{X: off, Y: vg.Points(4)})
 		if err != nil {
 			return err
 		}
-		for i := range ls.TextStyle {
-			ls.TextStyle[i].Font.Size = vg.Points(8)
-			ls.TextStyle[i].XAlign = draw.XCenter
-		}
-		ls.Offset = vg.Point{X: off, Y: vg.Points(4)}
 		p.Add(ls)
 	}
 	p.NominalX(names...)
@@ -221,10 +185,10 @@ func deadlinesCPUChart(path string, rep *Report) error {
 		if sc == nil {
 			continue
 		}
-		p := newPlot(s.title, caption(rep)+"\nerror bars from the lowest round to the highest", s.unit)
+		p := chart.New(s.title, caption(rep)+"\nerror bars from the lowest round to the highest", s.unit)
 		p.Title.TextStyle.Font.Size = vg.Points(12)
 		p.X.Label.TextStyle.Font.Size = vg.Points(8)
-		p.Y.Tick.Marker = plainTicks{}
+		p.Y.Tick.Marker = chart.Plain{}
 		var names []string
 		wheel := make(plotter.Values, len(sc.Variants))
 		std := make(plotter.Values, len(sc.Variants))
@@ -260,23 +224,15 @@ func deadlinesCPUChart(path string, rep *Report) error {
 			p.Legend.Add([]string{"hashedwheel", "standard library, or none"}[i], bc)
 		}
 		if len(xys) > 0 {
-			eb, err := plotter.NewYErrorBars(struct {
-				plotter.XYs
-				plotter.YErrors
-			}{xys, errs})
+			eb, err := chart.ErrorBars(xys, errs)
 			if err != nil {
 				return err
 			}
 			p.Add(eb)
-			ls, err := plotter.NewLabels(labels)
+			ls, err := chart.Labels(labels, 9, draw.XCenter, vg.Point{Y: vg.Points(3)})
 			if err != nil {
 				return err
 			}
-			for i := range ls.TextStyle {
-				ls.TextStyle[i].Font.Size = vg.Points(9)
-				ls.TextStyle[i].XAlign = draw.XCenter
-			}
-			ls.Offset = vg.Point{Y: vg.Points(3)}
 			p.Add(ls)
 		}
 		p.NominalX(names...)
@@ -318,46 +274,4 @@ func lighter(c color.Color) color.Color {
 	r, g, b, _ := c.RGBA()
 	f := func(v uint32) uint8 { return uint8(255 - (255-v>>8)/2) }
 	return color.RGBA{R: f(r), G: f(g), B: f(b), A: 255}
-}
-
-// plainTicks ticks a linear axis as the default does, labelled without
-// needless decimals.
-type plainTicks struct{}
-
-func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = fmt.Sprintf("%g", ticks[i].Value)
-		}
-	}
-	return ticks
-}
-
-// powersOfTen ticks a log axis at each power of ten, written 1e3.
-type powersOfTen struct{}
-
-func (powersOfTen) Ticks(lo, hi float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
-		if v := math.Pow(10, e); v >= lo {
-			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("1e%d", int(e))})
-		}
-	}
-	return ticks
-}
-
-// oneTwoFive ticks a log axis at 1, 2 and 5 times each power of ten.
-type oneTwoFive struct{}
-
-func (oneTwoFive) Ticks(lo, hi float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
-		for _, m := range []float64{1, 2, 5} {
-			if v := m * math.Pow(10, e); v >= lo && v <= hi {
-				ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
-			}
-		}
-	}
-	return ticks
 }

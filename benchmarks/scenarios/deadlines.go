@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Request deadlines, from both ends.
@@ -197,32 +198,19 @@ func runHTTPServerRole(b []byte) error {
 		return err
 	}
 	reqs0 := h.reqs.Load()
-	var w window
-	prof := profiler{name: "http-" + spec.Variant}
-	if err := prof.start(); err != nil {
-		return err
-	}
-	w.begin()
-	ctl.say("ok")
-	if err := ctl.want("end"); err != nil {
-		return err
-	}
-	w.end()
-	share, samples, sampled, err := prof.stop()
+	w, err := ctl.measureUntilEnd("http-"+spec.Variant, nil)
 	if err != nil {
 		return err
 	}
 	reqs := h.reqs.Load() - reqs0
 	o := outcome{Metrics: map[string]float64{
-		"reqs_per_s":  float64(reqs) / w.Wall.Seconds(),
-		"cores":       w.cores(),
-		"cpu_us_req":  nsPer(w.CPU, reqs) / 1e3,
-		"allocs_req":  float64(w.Mallocs) / float64(max(reqs, 1)),
-		"timer_share": share,
-		"samples":     float64(samples),
-		"profiled":    float64(sampled) / float64(w.CPU),
-		"late":        float64(h.late.Load()),
+		"reqs_per_s": float64(reqs) / w.Wall.Seconds(),
+		"cores":      w.Cores(),
+		"cpu_us_req": nsPer(w.CPU, reqs) / 1e3,
+		"allocs_req": float64(w.Mallocs) / float64(max(reqs, 1)),
+		"late":       float64(h.late.Load()),
 	}}
+	w.addProfile(o.Metrics)
 	if err := ctl.reply(o); err != nil {
 		return err
 	}
@@ -290,14 +278,14 @@ func runHTTPClientRole(b []byte) error {
 		})
 	}
 	ctl := newControl()
-	var w window
-	w.begin()
+	var w measure.Window
+	w.Begin()
 	n0 := answers.Load()
 	ctl.say("ready")
 	if err := ctl.want("end"); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	n := answers.Load() - n0
 	close(done)
 	for _, c := range conns {
@@ -308,7 +296,7 @@ func runHTTPClientRole(b []byte) error {
 		c.Close()
 	}
 	o := outcome{Metrics: map[string]float64{
-		"cores":      w.cores(),
+		"cores":      w.Cores(),
 		"reqs_per_s": float64(n) / w.Wall.Seconds(),
 		"non200s":    float64(non200s.Load()),
 	}}
@@ -559,18 +547,14 @@ func runRPCClientRole(b []byte) error {
 
 	time.Sleep(c.spec.Warmup)
 	n0 := answered.Load()
-	var w window
-	prof := profiler{name: "rpc-" + c.spec.Variant}
-	if err := prof.start(); err != nil {
+	var w profiledWindow
+	if err := w.begin("rpc-"+c.spec.Variant, nil); err != nil {
 		return err
 	}
-	w.begin()
 	time.Sleep(c.spec.Window / 2)
 	inFlightMid := len(queue)
 	time.Sleep(c.spec.Window - c.spec.Window/2)
-	w.end()
-	share, samples, sampled, err := prof.stop()
-	if err != nil {
+	if err := w.end(nil); err != nil {
 		return err
 	}
 	n := answered.Load() - n0
@@ -587,15 +571,13 @@ func runRPCClientRole(b []byte) error {
 		return errors.New("no answers in the window")
 	}
 	o := outcome{Metrics: map[string]float64{
-		"reqs_per_s":  float64(n) / w.Wall.Seconds(),
-		"in_flight":   float64(inFlightMid),
-		"cores":       w.cores(),
-		"cpu_ns_req":  nsPer(w.CPU, n),
-		"allocs_req":  float64(w.Mallocs) / float64(n),
-		"timer_share": share,
-		"samples":     float64(samples),
-		"profiled":    float64(sampled) / float64(w.CPU),
-		"expired":     float64(c.expired.Load()),
+		"reqs_per_s": float64(n) / w.Wall.Seconds(),
+		"in_flight":  float64(inFlightMid),
+		"cores":      w.Cores(),
+		"cpu_ns_req": nsPer(w.CPU, n),
+		"allocs_req": float64(w.Mallocs) / float64(n),
+		"expired":    float64(c.expired.Load()),
 	}}
+	w.addProfile(o.Metrics)
 	return newControl().reply(o)
 }

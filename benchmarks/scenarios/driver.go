@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
 
 // variant is one way of doing a scenario's job.
@@ -66,19 +65,13 @@ type Report struct {
 	Results   []*Result   `json:"results"`
 }
 
-// Meta describes the run.
+// Meta describes the run: the machine, then this program's own fields.
 type Meta struct {
-	Date       string  `json:"date"`
-	Command    string  `json:"command"`
-	Go         string  `json:"go"`
-	OSArch     string  `json:"os_arch"`
-	CPU        string  `json:"cpu"`
-	Cores      int     `json:"cores"`
-	GOMAXPROCS int     `json:"gomaxprocs"`
-	FileLimit  uint64  `json:"file_limit"`
-	Commit     string  `json:"commit,omitempty"`
-	Quick      bool    `json:"quick"`
-	Seconds    float64 `json:"seconds"`
+	machine.Info
+	FileLimit uint64  `json:"file_limit"`
+	Commit    string  `json:"commit,omitempty"`
+	Quick     bool    `json:"quick"`
+	Seconds   float64 `json:"seconds"`
 	// Load averages (1 minute) read from /proc/loadavg before the first
 	// run, before every run (its lowest and highest), and at the end.
 	LoadStart string  `json:"load_start"`
@@ -151,7 +144,7 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 				for j := range sc.Variants {
 					v := sc.Variants[(j+k)%len(sc.Variants)]
 					r := byVariant[v.ID]
-					if l, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+					if l, err := strconv.ParseFloat(machine.LoadAverage(), 64); err == nil {
 						rep.Meta.LoadMin, rep.Meta.LoadMax = min(rep.Meta.LoadMin, l), max(rep.Meta.LoadMax, l)
 					}
 					t0 := time.Now()
@@ -177,13 +170,13 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 		}
 	}
 	rep.Meta.Seconds = time.Since(start).Seconds()
-	rep.Meta.LoadEnd = loadAverage()
+	rep.Meta.LoadEnd = machine.LoadAverage()
 	failed := 0
 	for _, r := range rep.Results {
 		summarize(r)
 		failed += len(r.Violations)
 	}
-	return failed, writeAll(out, rep)
+	return failed, report.Save(out, "scenarios", rep)
 }
 
 // summarize takes the median, minimum and maximum of each figure over the
@@ -193,28 +186,10 @@ func summarize(r *Result) {
 		return
 	}
 	r.Median, r.Min, r.Max = map[string]float64{}, map[string]float64{}, map[string]float64{}
-	for name := range r.Reps[0] {
-		var vals []float64
-		for _, m := range r.Reps {
-			if v, ok := m[name]; ok {
-				vals = append(vals, v)
-			}
-		}
-		r.Median[name] = median(vals)
+	for name, vals := range stats.ByName(r.Reps) {
+		r.Median[name] = stats.Median(vals)
 		r.Min[name], r.Max[name] = slices.Min(vals), slices.Max(vals)
 	}
-}
-
-// median returns the middle value; of an even count, the mean of the two
-// middle ones.
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // caseName is how a scenario's case reads in tables and progress.
@@ -225,103 +200,35 @@ func caseName(scenario string, c int) string {
 	return ""
 }
 
-// count writes 1000 as 1e3, and numbers that are no power of ten in full.
-func count(n int) string {
-	e, m := 0, n
-	for m >= 10 && m%10 == 0 {
-		m /= 10
-		e++
-	}
-	if m == 1 && e >= 3 {
-		return fmt.Sprintf("1e%d", e)
-	}
-	return strconv.Itoa(n)
-}
+// count writes 1000 as 1e3, and numbers that are no power of ten (or
+// less than 1000) in full.
+func count(n int) string { return report.Count(n, 3) }
 
 func meta(quick bool) Meta {
-	cmd := "cd benchmarks && go run ./scenarios"
-	for _, a := range os.Args[1:] {
-		cmd += " " + a
-	}
 	var lim syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	m := Meta{
-		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Command:    cmd,
-		Go:         runtime.Version(),
-		OSArch:     runtime.GOOS + "/" + runtime.GOARCH,
-		CPU:        cpuModel(),
-		Cores:      runtime.NumCPU(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		FileLimit:  lim.Cur,
-		Quick:      quick,
-		LoadStart:  loadAverage(),
+	return Meta{
+		Info:      machine.Describe("cd benchmarks && go run ./scenarios"),
+		FileLimit: lim.Cur,
+		Quick:     quick,
+		LoadStart: machine.LoadAverage(),
+		Commit:    machine.Commit(),
 	}
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
-		if st, err := exec.Command("git", "status", "--porcelain", "--", "..").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
-			m.Commit += " (with uncommitted changes)"
-		}
-	}
-	return m
-}
-
-// loadAverage returns the 1-minute load average of /proc/loadavg.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b) + " unknown")[0]
-}
-
-// cpuModel returns the first "model name" of /proc/cpuinfo.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
 
 // rerender writes the tables and charts of the report in file under out.
 func rerender(file, out string) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	var rep Report
+	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return writeAll(out, &rep)
+	return report.Save(out, "scenarios", &rep)
 }
 
-// Files written to the output directory.
+// Files written to the output directory besides scenarios.json and
+// scenarios.md.
 const (
-	jsonFile       = "scenarios.json"
-	mdFile         = "scenarios.md"
 	sessionsChart  = "scenarios-sessions.png"
 	eventLoopChart = "scenarios-eventloop.png"
 	deadlinesChart = "scenarios-deadlines.png"
 )
-
-// writeAll writes scenarios.json, scenarios.md and the charts.
-func writeAll(out string, rep *Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, jsonFile), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := writeCharts(out, rep); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, mdFile), []byte(markdown(rep)), 0o644)
-}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Event loop: a gnet echo server, its clients in another process (see
@@ -112,80 +112,7 @@ func connsTheFileLimitAllows() int {
 
 func runEventLoop(p params, v variant, r regime) (outcome, error) {
 	ss, cs, warm, win := regimeSpecs(p, v, r)
-	return runServerAndClients("gnet-server", ss, cs, warm, win, p.Tick)
-}
-
-// runServerAndClients runs a server process and a client process, measures
-// the server over win after warm, and checks both sides' figures.
-func runServerAndClients(serverRole string, ss any, cs clientSpec, warm, win, tick time.Duration) (outcome, error) {
-	srv, err := startChild(serverRole, ss)
-	if err != nil {
-		return outcome{}, err
-	}
-	var cl *child
-	fail := func(err error) (outcome, error) {
-		cl.kill()
-		srv.kill()
-		return outcome{}, err
-	}
-	addr, err := srv.expectPrefix("ready ", 30*time.Second)
-	if err != nil {
-		return fail(err)
-	}
-	cs.Addr = addr
-	if cl, err = startChild("idle-client", cs); err != nil {
-		return fail(err)
-	}
-	// Connecting 20,000 clients takes a few seconds.
-	if _, err := cl.expectPrefix("ready", time.Minute+time.Duration(cs.Conns)*time.Millisecond); err != nil {
-		return fail(err)
-	}
-	time.Sleep(warm)
-	if _, err := srv.expectPrefixAfter("begin", "ok", 30*time.Second); err != nil {
-		return fail(err)
-	}
-	time.Sleep(win)
-	var so, co outcome
-	if err := srv.ask("end", 30*time.Second, &so); err != nil {
-		return fail(err)
-	}
-	if err := cl.ask("end", time.Minute, &co); err != nil {
-		return fail(err)
-	}
-	if err := cl.finish(30 * time.Second); err != nil {
-		return fail(err)
-	}
-	if err := srv.finish(30 * time.Second); err != nil {
-		return outcome{}, err
-	}
-	o := outcome{Metrics: so.Metrics, Violations: so.Violations}
-	for k, v := range co.Metrics {
-		o.Metrics["client_"+k] = v
-	}
-	// A client sees an early close when the server kicked it less than the
-	// limit after the last message the server echoed. The server's own check
-	// is exact; the client's can also see a raced kick so (a last message
-	// the server read only after its deadline had run, having sat in the
-	// socket while the server was busy). So the client's early closes fail
-	// the run only beyond the server's raced kicks.
-	if early, raced := co.Metrics["early_closes"], so.Metrics["raced_kicks"]; early > raced {
-		o.Violations = append(o.Violations, fmt.Sprintf("client: %.0f connections were closed early, %.0f kicks raced a message", early, raced))
-		o.Violations = append(o.Violations, co.Violations...)
-	}
-	// Silent clients are kicked and reconnect all the time, so some are
-	// always between two connections.
-	if c := so.Metrics["conns"]; c < float64(cs.Conns)*0.9 {
-		o.Violations = append(o.Violations, fmt.Sprintf("the server held %.0f connections at the start of the window, of %d", c, cs.Conns))
-	}
-	return o, nil
-}
-
-// expectPrefixAfter sends line and waits for an answer starting with prefix.
-func (c *child) expectPrefixAfter(line, prefix string, timeout time.Duration) (string, error) {
-	if err := c.send(line); err != nil {
-		return "", err
-	}
-	return c.expectPrefix(prefix, timeout)
+	return runServerAndClients("gnet-server", ss, cs, warm, win)
 }
 
 // pingMsg is what the server writes to a connection it has not written to
@@ -255,13 +182,8 @@ type gnetServer[T any] struct {
 	loops   atomic.Pointer[[]*loopState[T]] // copy on write
 	byEL    sync.Map                        // gnet.EventLoop → *loopState[T]
 
-	open       atomic.Int64
-	measuring  atomic.Bool
-	earlyKicks atomic.Int64 // over the whole run
-	racedKicks atomic.Int64 // over the whole run: see OnClose
-
-	lateMu sync.Mutex
-	late   []float64 // ms after the limit, of kicks while measuring
+	open atomic.Int64
+	kickLog
 }
 
 func (s *gnetServer[T]) now() int64 { return int64(time.Since(s.base)) }
@@ -330,19 +252,6 @@ func (s *gnetServer[T]) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// parseHello reads "K <keep-alive in ns>".
-func parseHello(line []byte) (int64, error) {
-	rest, ok := bytes.CutPrefix(line, []byte("K "))
-	if !ok {
-		return 0, fmt.Errorf("first message %q: want K <ns>", line)
-	}
-	ka, err := strconv.ParseInt(string(rest), 10, 64)
-	if err != nil || ka <= 0 {
-		return 0, fmt.Errorf("first message %q: want K <ns>", line)
-	}
-	return ka, nil
-}
-
 func (s *gnetServer[T]) OnClose(c gnet.Conn, _ error) gnet.Action {
 	cs, ok := c.Context().(*conn[T])
 	if !ok {
@@ -360,15 +269,7 @@ func (s *gnetServer[T]) OnClose(c gnet.Conn, _ error) gnet.Action {
 		s.racedKicks.Add(1)
 	} else if cs.kicked.Load() {
 		cs.loop.kicks.Add(1)
-		late := s.now() - cs.lastMsg - cs.limit
-		if late < 0 {
-			s.earlyKicks.Add(1)
-		}
-		if s.measuring.Load() {
-			s.lateMu.Lock()
-			s.late = append(s.late, ms(time.Duration(late)))
-			s.lateMu.Unlock()
-		}
+		s.recordKick(s.now() - cs.lastMsg - cs.limit)
 	}
 	return gnet.None
 }
@@ -475,67 +376,27 @@ func serveGnet[T any](spec gnetSpec, newTimers func(*gnetServer[T]) (timers[T], 
 		return fmt.Errorf("gnet did not boot within 30s")
 	}
 	ctl := newControl()
-	heap0, _ := liveMemory()
+	heap0, _ := measure.LiveMemory()
 	ctl.say("ready %s", addr)
 
 	if err := ctl.want("begin"); err != nil {
 		return err
 	}
-	heap1, _ := liveMemory()
+	heap1, _ := measure.LiveMemory()
 	conns := s.open.Load()
 	msgs0, pings0, kicks0 := s.counts()
-	var w window
-	prof := profiler{name: "eventloop-" + spec.Variant}
-	if err := prof.start(); err != nil {
-		return err
-	}
-	s.measuring.Store(true)
-	w.begin()
-	ctl.say("ok")
-
-	if err := ctl.want("end"); err != nil {
-		return err
-	}
-	w.end()
-	s.measuring.Store(false)
-	share, samples, sampled, err := prof.stop()
+	w, err := ctl.measureUntilEnd("eventloop-"+spec.Variant, &s.measuring)
 	if err != nil {
 		return err
 	}
 	msgs1, pings1, kicks1 := s.counts()
-	msgs, pings, kicks := msgs1-msgs0, pings1-pings0, kicks1-kicks0
-	goroutines := runtime.NumGoroutine()
-	m := map[string]float64{
-		"conns":         float64(conns),
-		"heap_per_conn": (float64(heap1) - float64(heap0)) / float64(max(conns, 1)),
-		"cores":         w.cores(),
-		"cpu_us_msg":    nsPer(w.CPU, msgs) / 1e3,
-		"allocs_msg":    float64(w.Mallocs) / float64(max(msgs, 1)),
-		"msgs_per_s":    float64(msgs) / w.Wall.Seconds(),
-		"pings_per_s":   float64(pings) / w.Wall.Seconds(),
-		"kicks_per_s":   float64(kicks) / w.Wall.Seconds(),
-		"timer_share":   share,
-		"samples":       float64(samples),
-		"profiled":      float64(sampled) / float64(w.CPU),
-		"goroutines":    float64(goroutines),
-		"gcs":           float64(w.GCs),
-	}
-	s.lateMu.Lock()
-	late := s.late
-	s.lateMu.Unlock()
-	kickFigures(m, late, spec.Tick)
+	o := connWindow{w, conns, heap0, heap1, msgs1 - msgs0, kicks1 - kicks0}.outcome(&s.kickLog, spec.Tick)
+	o.Metrics["pings_per_s"] = float64(pings1-pings0) / w.Wall.Seconds()
 	if st, ok := tm.(interface{ stats() map[string]float64 }); ok {
 		for k, v := range st.stats() {
-			m[k] = v
+			o.Metrics[k] = v
 		}
 	}
-	var o outcome
-	o.Metrics = m
-	if e := s.earlyKicks.Load(); e > 0 {
-		o.Violations = append(o.Violations, fmt.Sprintf("server: %d connections were kicked before their limit", e))
-	}
-	m["early_kicks"] = float64(s.earlyKicks.Load())
-	m["raced_kicks"] = float64(s.racedKicks.Load())
 	if err := ctl.reply(o); err != nil {
 		return err
 	}
@@ -545,19 +406,6 @@ func serveGnet[T any](spec gnetSpec, newTimers func(*gnetServer[T]) (timers[T], 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return s.eng.Stop(ctx)
-}
-
-// kickFigures adds the kick lateness figures: quantiles, and how many were
-// more than one tick late.
-func kickFigures(m map[string]float64, late []float64, tick time.Duration) {
-	latenessFigures(m, "kick_late", late)
-	over := 0
-	for _, l := range late {
-		if l > ms(tick) {
-			over++
-		}
-	}
-	m["kicks_over_tick"] = float64(over)
 }
 
 func (s *gnetServer[T]) counts() (msgs, pings, kicks int64) {

@@ -6,8 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashedwheel/hashedwheel"
 	"github.com/panjf2000/gnet/v2"
+
+	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // The variants of the event-loop scenario. Every type and function here is
@@ -73,7 +75,7 @@ func (w *wheelTimers) stats() map[string]float64 {
 	return map[string]float64{
 		"wheel_expired":     float64(st.Expired),
 		"wheel_late":        float64(st.Late),
-		"wheel_max_late_ms": ms(st.MaxLateness),
+		"wheel_max_late_ms": measure.Millis(st.MaxLateness),
 		"wheel_ticks":       float64(st.Ticks),
 		"wheel_wakeups":     float64(st.Wakeups),
 	}

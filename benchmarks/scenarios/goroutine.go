@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Goroutine per connection: the TCP idle server most Go programs are, with
@@ -46,7 +45,7 @@ func goroutineScenario(p params) *scenario {
 				ActiveKeepAlive: ka, SilentKeepAlive: ka,
 				SendMin: p.GrLimit / 4, SendMax: p.GrLimit / 4,
 			}
-			return runServerAndClients("gorout-server", ss, cs, p.GrWarmup, p.GrWindow, p.Tick)
+			return runServerAndClients("gorout-server", ss, cs, p.GrWarmup, p.GrWindow)
 		},
 	}
 }
@@ -62,12 +61,8 @@ type goroutineServer struct {
 	timer *hashedwheel.Timer
 	base  time.Time
 
-	open, msgs, kicks, earlyKicks atomic.Int64
-	racedKicks                    atomic.Int64 // kicks that a message raced: see serve
-	measuring                     atomic.Bool
-
-	mu   sync.Mutex
-	late []float64 // ms after the limit, of kicks while measuring
+	open, msgs, kicks atomic.Int64
+	kickLog
 }
 
 func (s *goroutineServer) now() int64 { return int64(time.Since(s.base)) }
@@ -115,61 +110,21 @@ func runGoroutineServerRole(b []byte) error {
 		}
 	}()
 	ctl := newControl()
-	heap0, stacks0 := liveMemory()
+	heap0, stacks0 := measure.LiveMemory()
 	ctl.say("ready %s", ln.Addr())
 
 	if err := ctl.want("begin"); err != nil {
 		return err
 	}
-	heap1, stacks1 := liveMemory()
+	heap1, stacks1 := measure.LiveMemory()
 	conns := s.open.Load()
 	msgs0, kicks0 := s.msgs.Load(), s.kicks.Load()
-	var w window
-	prof := profiler{name: "goroutine-" + spec.Variant}
-	if err := prof.start(); err != nil {
-		return err
-	}
-	s.measuring.Store(true)
-	w.begin()
-	ctl.say("ok")
-
-	if err := ctl.want("end"); err != nil {
-		return err
-	}
-	w.end()
-	s.measuring.Store(false)
-	share, samples, sampled, err := prof.stop()
+	w, err := ctl.measureUntilEnd("goroutine-"+spec.Variant, &s.measuring)
 	if err != nil {
 		return err
 	}
-	msgs, kicks := s.msgs.Load()-msgs0, s.kicks.Load()-kicks0
-	goroutines := runtime.NumGoroutine()
-	m := map[string]float64{
-		"conns":         float64(conns),
-		"heap_per_conn": (float64(heap1) - float64(heap0)) / float64(max(conns, 1)),
-		"mem_per_conn":  (float64(heap1+stacks1) - float64(heap0+stacks0)) / float64(max(conns, 1)),
-		"cores":         w.cores(),
-		"cpu_us_msg":    nsPer(w.CPU, msgs) / 1e3,
-		"allocs_msg":    float64(w.Mallocs) / float64(max(msgs, 1)),
-		"msgs_per_s":    float64(msgs) / w.Wall.Seconds(),
-		"kicks_per_s":   float64(kicks) / w.Wall.Seconds(),
-		"timer_share":   share,
-		"samples":       float64(samples),
-		"profiled":      float64(sampled) / float64(w.CPU),
-		"goroutines":    float64(goroutines),
-		"gcs":           float64(w.GCs),
-		"early_kicks":   float64(s.earlyKicks.Load()),
-		"raced_kicks":   float64(s.racedKicks.Load()),
-	}
-	s.mu.Lock()
-	late := s.late
-	s.mu.Unlock()
-	kickFigures(m, late, spec.Tick)
-	var o outcome
-	o.Metrics = m
-	if e := s.earlyKicks.Load(); e > 0 {
-		o.Violations = append(o.Violations, fmt.Sprintf("server: %d connections were kicked before their limit", e))
-	}
+	o := connWindow{w, conns, heap0, heap1, s.msgs.Load() - msgs0, s.kicks.Load() - kicks0}.outcome(&s.kickLog, spec.Tick)
+	o.Metrics["mem_per_conn"] = (float64(heap1+stacks1) - float64(heap0+stacks0)) / float64(max(conns, 1))
 	if err := ctl.reply(o); err != nil {
 		return err
 	}
@@ -237,7 +192,8 @@ func (s *goroutineServer) serve(c *net.TCPConn) {
 			case kicked.Load() && raced:
 				s.racedKicks.Add(1)
 			case kicked.Load() || (s.spec.Variant == "deadline" && ok && ne.Timeout()):
-				s.kicked(s.now() - lastMsg - int64(limit))
+				s.kicks.Add(1)
+				s.recordKick(s.now() - lastMsg - int64(limit))
 			}
 			return
 		}
@@ -252,18 +208,5 @@ func (s *goroutineServer) serve(c *net.TCPConn) {
 		case "afterfunc":
 			raced = raced || !t.Reset(limit)
 		}
-	}
-}
-
-// kicked records a kick late ns after the limit.
-func (s *goroutineServer) kicked(late int64) {
-	s.kicks.Add(1)
-	if late < 0 {
-		s.earlyKicks.Add(1)
-	}
-	if s.measuring.Load() {
-		s.mu.Lock()
-		s.late = append(s.late, ms(time.Duration(late)))
-		s.mu.Unlock()
 	}
 }

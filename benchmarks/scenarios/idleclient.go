@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // The clients of the event-loop and goroutine-per-connection scenarios, all
@@ -75,14 +77,14 @@ func runIdleClientRole(b []byte) error {
 	if readyErr != nil {
 		return fmt.Errorf("%v: %d dial errors", readyErr, c.dialErrors.Load())
 	}
-	var w window
-	w.begin()
+	var w measure.Window
+	w.Begin()
 	ctl.say("ready")
 
 	if err := ctl.want("end"); err != nil {
 		return err
 	}
-	w.end()
+	w.End()
 	c.stopping.Store(true)
 	for i := range c.slots {
 		if conn := c.slots[i].Load(); conn != nil {
@@ -93,7 +95,7 @@ func runIdleClientRole(b []byte) error {
 		return err
 	}
 	m := map[string]float64{
-		"cores":          w.cores(),
+		"cores":          w.Cores(),
 		"pings_per_s":    float64(c.pings.Load()) / w.Wall.Seconds(),
 		"echoes_per_s":   float64(c.echoes.Load()) / w.Wall.Seconds(),
 		"dial_errors":    float64(c.dialErrors.Load()),
@@ -261,14 +263,14 @@ func (c *idleClient) closed(silent bool, gap, prev, limit int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if silent {
-		c.silentLate = append(c.silentLate, ms(time.Duration(gap-limit)))
+		c.silentLate = append(c.silentLate, measure.Millis(time.Duration(gap-limit)))
 		if gap < limit {
 			c.earlyCloses.Add(1)
 		}
 		return
 	}
 	c.activeClosed.Add(1)
-	c.activeClosedGaps = append(c.activeClosedGaps, ms(time.Duration(gap)))
+	c.activeClosedGaps = append(c.activeClosedGaps, measure.Millis(time.Duration(gap)))
 	// An active client that went a whole limit without a message (this
 	// process was not run for that long: the machine was overloaded) was
 	// rightly closed; its last message may even have raced the kick.

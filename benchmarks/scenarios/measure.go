@@ -10,93 +10,20 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/pprof/profile"
-	"golang.org/x/sys/unix"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
-
-// processCPU returns the CPU time, user plus system, of every thread of this
-// process so far (getrusage RUSAGE_SELF): the timers' own goroutines and the
-// garbage collector are counted.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err) // Linux only, as the README says
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// threadCPU returns the CPU time of the calling OS thread; the goroutine
-// must be locked to it (runtime.LockOSThread) for the difference of two
-// readings to mean anything.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return time.Duration(ts.Nano())
-}
-
-// window measures the process's CPU, wall time and allocations between
-// begin and end.
-type window struct {
-	cpu0    time.Duration
-	t0      time.Time
-	mallocs uint64
-	gcs     uint32
-
-	CPU, Wall time.Duration
-	Mallocs   uint64
-	GCs       uint32
-}
-
-func (w *window) begin() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w.mallocs, w.gcs = ms.Mallocs, ms.NumGC
-	w.t0 = time.Now()
-	w.cpu0 = processCPU()
-}
-
-func (w *window) end() {
-	w.CPU = processCPU() - w.cpu0
-	w.Wall = time.Since(w.t0)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w.Mallocs = ms.Mallocs - w.mallocs
-	w.GCs = ms.NumGC - w.gcs
-}
-
-// cores is the CPU the window used per second of wall time.
-func (w *window) cores() float64 { return w.CPU.Seconds() / w.Wall.Seconds() }
-
-// liveMemory returns the bytes of heap objects reachable after a full GC,
-// and the bytes of goroutine stacks in use.
-func liveMemory() (heap, stacks uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc, ms.StackInuse
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func nsPer(d time.Duration, n int64) float64 {
 	if n <= 0 {
 		return math.NaN()
 	}
 	return float64(d.Nanoseconds()) / float64(n)
-}
-
-// quantile returns the q-quantile of sorted values (nearest rank).
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // latenessFigures summarizes lateness samples (ms) under a name prefix:
@@ -108,8 +35,8 @@ func latenessFigures(m map[string]float64, prefix string, late []float64) {
 	if len(s) == 0 {
 		return
 	}
-	m[prefix+"_p50_ms"] = quantile(s, 0.5)
-	m[prefix+"_p99_ms"] = quantile(s, 0.99)
+	m[prefix+"_p50_ms"] = stats.Quantile(s, 0.5)
+	m[prefix+"_p99_ms"] = stats.Quantile(s, 0.99)
 	m[prefix+"_max_ms"] = s[len(s)-1]
 }
 
@@ -168,6 +95,49 @@ func (p *profiler) stop() (share float64, samples int, sampled time.Duration, er
 		return 0, samples, 0, nil
 	}
 	return float64(timer) / float64(total), samples, time.Duration(total), nil
+}
+
+// profiledWindow is a measured window with a CPU profile over it: the
+// process's figures, and the share of its CPU that timer code took.
+type profiledWindow struct {
+	measure.Window
+	prof    profiler
+	share   float64       // of the profile's CPU, timer code's
+	samples int           // in the profile
+	sampled time.Duration // the CPU time the samples stand for
+}
+
+// begin starts the profile, named name (see profiler), sets measuring if
+// it is not nil, and starts the window.
+func (w *profiledWindow) begin(name string, measuring *atomic.Bool) error {
+	w.prof.name = name
+	if err := w.prof.start(); err != nil {
+		return err
+	}
+	if measuring != nil {
+		measuring.Store(true)
+	}
+	w.Begin()
+	return nil
+}
+
+// end ends the window, clears measuring if it is not nil, and stops the
+// profile.
+func (w *profiledWindow) end(measuring *atomic.Bool) (err error) {
+	w.End()
+	if measuring != nil {
+		measuring.Store(false)
+	}
+	w.share, w.samples, w.sampled, err = w.prof.stop()
+	return err
+}
+
+// addProfile adds the profile's figures to m: the timer share, the number
+// of samples, and the share of the window's CPU they stand for.
+func (w *profiledWindow) addProfile(m map[string]float64) {
+	m["timer_share"] = w.share
+	m["samples"] = float64(w.samples)
+	m["profiled"] = float64(w.sampled) / float64(w.CPU)
 }
 
 // isTimerWork reports whether a sample is the timers' work: walking its stack

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -158,6 +159,14 @@ func (c *child) ask(line string, timeout time.Duration, v any) error {
 	return nil
 }
 
+// expectPrefixAfter sends line and waits for an answer starting with prefix.
+func (c *child) expectPrefixAfter(line, prefix string, timeout time.Duration) (string, error) {
+	if err := c.send(line); err != nil {
+		return "", err
+	}
+	return c.expectPrefix(prefix, timeout)
+}
+
 func (c *child) send(line string) error {
 	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
 		return fmt.Errorf("telling %s %q: %v: %s", c.role, line, err, c.stderr.tail())
@@ -274,6 +283,22 @@ func (c *control) want(line string) error {
 		return fmt.Errorf("got %q, want %q", l, line)
 	}
 	return nil
+}
+
+// measureUntilEnd answers the driver's "begin", which the caller has read,
+// with "ok", and measures this process until the driver's "end", with a
+// CPU profile named name over the same window; measuring, if not nil, is
+// true in between.
+func (c *control) measureUntilEnd(name string, measuring *atomic.Bool) (*profiledWindow, error) {
+	w := &profiledWindow{}
+	if err := w.begin(name, measuring); err != nil {
+		return nil, err
+	}
+	c.say("ok")
+	if err := c.want("end"); err != nil {
+		return nil, err
+	}
+	return w, w.end(measuring)
 }
 
 // waitEOF returns once the driver closed our input.

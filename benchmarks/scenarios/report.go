@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
 )
 
 // get returns the result of a variant on a case of a scenario, or nil.
@@ -76,49 +78,38 @@ func (r *Result) overloaded() bool { return r.Median["overloaded"] >= 0.5 }
 // table writes one row per variant (and case, if the scenario has several).
 func (rep *Report) table(b *strings.Builder, sc *scenario, cols []col) {
 	multi := len(sc.Cases) > 1
-	b.WriteString("|")
+	var head []report.Column
 	if multi {
-		b.WriteString(" sessions |")
+		head = append(head, report.Column{Title: "sessions", Right: true})
 	}
-	b.WriteString(" variant |")
+	head = append(head, report.Column{Title: "variant"})
 	for _, c := range cols {
-		b.WriteString(" " + c.title + " |")
+		head = append(head, report.Column{Title: c.title, Right: true})
 	}
-	b.WriteString("\n|")
-	if multi {
-		b.WriteString("--:|")
-	}
-	b.WriteString("---|")
-	for range cols {
-		b.WriteString("--:|")
-	}
-	b.WriteString("\n")
+	report.TableHead(b, head...)
 	for _, cs := range sc.Cases {
 		for _, v := range sc.Variants {
 			r := rep.get(sc.Name, cs, v.ID)
 			if r == nil {
 				continue
 			}
-			b.WriteString("|")
+			var row []string
 			if multi {
-				b.WriteString(" " + count(cs) + " |")
+				row = append(row, count(cs))
 			}
 			label := v.Label
 			if n := r.roundsWith("overloaded"); n > 0 {
 				label += fmt.Sprintf(" (overloaded in %d of %d rounds)", n, len(r.Reps))
 			}
-			b.WriteString(" " + label + " |")
-			if r.Median == nil {
-				for range cols {
-					b.WriteString(" failed |")
-				}
-				b.WriteString("\n")
-				continue
-			}
+			row = append(row, label)
 			for _, c := range cols {
-				b.WriteString(" " + rep.cell(sc, cs, r, c) + " |")
+				if r.Median == nil {
+					row = append(row, "failed")
+				} else {
+					row = append(row, rep.cell(sc, cs, r, c))
+				}
 			}
-			b.WriteString("\n")
+			report.TableRow(b, row...)
 		}
 	}
 }
@@ -169,33 +160,13 @@ func (r *Result) roundsWith(metric string) int {
 	return n
 }
 
-// num writes v with prec decimals, and thousands separated by commas.
+// num writes v with prec decimals, thousands separated by commas, and "–"
+// for NaN.
 func num(v float64, prec int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "–"
 	}
-	s := fmt.Sprintf("%.*f", prec, v)
-	if strings.Trim(s, "-0.") == "" {
-		s = strings.TrimPrefix(s, "-") // no "-0.00"
-	}
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	intPart, frac, _ := strings.Cut(s, ".")
-	var out []byte
-	for i, ch := range []byte(intPart) {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, ch)
-	}
-	s = string(out)
-	if frac != "" {
-		s += "." + frac
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
+	return report.Grouped(v, prec, "-")
 }
 
 func dur(d time.Duration) string {
@@ -224,7 +195,8 @@ func (rep *Report) reproduce(name string) string {
 	return "`" + cmd + " -out \"$(mktemp -d)\"`"
 }
 
-func markdown(rep *Report) string {
+// Markdown returns scenarios.md.
+func (rep *Report) Markdown() string {
 	var b strings.Builder
 	m := rep.Meta
 	p := rep.Params

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
 )
 
 // Sessions: N in-memory sessions, as a chat, game or MQTT broker keeps them,
@@ -130,7 +131,7 @@ func (s *sessionCore) heartbeat() {
 	now := sr.now()
 	ps.mu.Lock()
 	if ps.last != 0 && sr.recording.Load() {
-		ps.intervals = append(ps.intervals, ms(time.Duration(now-ps.last)))
+		ps.intervals = append(ps.intervals, measure.Millis(time.Duration(now-ps.last)))
 	}
 	ps.last = now
 	ps.mu.Unlock()
@@ -150,7 +151,7 @@ func (s *sessionCore) expired() {
 			sr.early.Add(1)
 		}
 		sr.mu.Lock()
-		sr.late = append(sr.late, ms(time.Duration(late)))
+		sr.late = append(sr.late, measure.Millis(time.Duration(late)))
 		sr.mu.Unlock()
 	} else {
 		sr.activeExpired.Add(1)
@@ -358,14 +359,14 @@ func (a *activity) run(set sessionSet, stop <-chan struct{}) {
 		if n == 0 {
 			continue
 		}
-		c0 := threadCPU()
+		c0 := measure.ThreadCPU()
 		for done := 0; done < per; i = (i + 1) % n {
 			if !sr.silent(i) {
 				set.rearm(i)
 				done++
 			}
 		}
-		a.cpu.Add(int64(threadCPU() - c0))
+		a.cpu.Add(int64(measure.ThreadCPU() - c0))
 		a.rearms.Add(int64(per))
 	}
 }
@@ -405,7 +406,7 @@ func runSessionsRole(raw []byte) error {
 		return fmt.Errorf("no variant %q", spec.Variant)
 	}
 
-	heap0, stacks0 := liveMemory()
+	heap0, stacks0 := measure.LiveMemory()
 	// The activity starts with the first sessions: making a million can
 	// take longer than their idle limit.
 	var act activity
@@ -428,29 +429,29 @@ func runSessionsRole(raw []byte) error {
 	}
 	made := time.Since(start)
 	time.Sleep(spec.Warmup)
-	heap1, stacks1 := liveMemory()
+	heap1, stacks1 := measure.LiveMemory()
 
 	// Phase A: heartbeats only.
 	act.on.Store(false)
 	time.Sleep(2 * activitySlice) // let a slice in progress end
 	sr.recording.Store(true)
 	beats0 := set.beats()
-	var a window
-	a.begin()
+	var a measure.Window
+	a.Begin()
 	time.Sleep(spec.Window)
-	a.end()
+	a.End()
 	beatsA := set.beats() - beats0
 
 	// Phase B: heartbeats and activity.
 	rearms0, rcpu0 := act.rearms.Load(), act.cpu.Load()
 	beats0 = set.beats()
-	var b window
+	var b measure.Window
 	act.on.Store(true)
-	b.begin()
+	b.Begin()
 	time.Sleep(spec.Window / 2)
 	goroutines := runtime.NumGoroutine()
 	time.Sleep(spec.Window - spec.Window/2)
-	b.end()
+	b.End()
 	alive := int64(spec.N) - sr.expired.Load()
 	beatsB := set.beats() - beats0
 	rearms, rcpu := act.rearms.Load()-rearms0, act.cpu.Load()-rcpu0
@@ -477,11 +478,11 @@ func runSessionsRole(raw []byte) error {
 		"make_s":          made.Seconds(),
 		"mem_per_session": (float64(heap1+stacks1) - float64(heap0+stacks0)) / float64(spec.N),
 		"heap_per_sess":   (float64(heap1) - float64(heap0)) / float64(spec.N),
-		"cores_hb":        a.cores(),
+		"cores_hb":        a.Cores(),
 		"cpu_ns_beat":     nsPer(a.CPU, beatsA),
 		"beats_per_s":     float64(beatsA) / a.Wall.Seconds(),
 		"expected_beats":  float64(spec.N) / spec.Period.Seconds(),
-		"cores":           b.cores(),
+		"cores":           b.Cores(),
 		"rearms_per_s":    float64(rearms) / b.Wall.Seconds(),
 		"rearm_ns_caller": nsPer(time.Duration(rcpu), rearms),
 		// Phase B's CPU beyond phase A's, at A's rate per heartbeat.
