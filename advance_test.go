@@ -441,7 +441,7 @@ func BenchmarkAdvance(b *testing.B) {
 	}
 	_, err = tm.Advance(time.Now())
 	require.NoError(b, err)
-	b.Run("Advance/nothing-due", func(b *testing.B) {
+	b.Run("nothing-due", func(b *testing.B) {
 		b.ReportAllocs()
 		now := time.Now()
 		for b.Loop() {

@@ -1301,3 +1301,20 @@ func heartbeatRuns(records []heartbeatRecord) int64 {
 	}
 	return n
 }
+
+// BenchmarkNewTimerStop makes a Timer, starts its worker and stops it: the
+// cost NewTimer's doc warns of, for a program that would make a Timer per
+// request instead of sharing one.
+func BenchmarkNewTimerStop(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		tm, err := hashedwheel.NewTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tm.Start(); err != nil {
+			b.Fatal(err)
+		}
+		tm.Stop()
+	}
+}
