@@ -1,0 +1,150 @@
+// Command gnetidle is a github.com/panjf2000/gnet/v2 echo server that closes
+// connections silent for longer than a limit and pings those it has not
+// written to for half of it. Each event loop owns a hashedwheel.Timer made
+// WithoutWorker and drives it itself, so the timeouts' tasks close and write
+// on the loop: no goroutine, lock or hand-off per timeout.
+//
+// Run it from the benchmarks module with go run ./examples/gnetidle: it
+// serves on loopback, connects a client that talks and one that stays
+// silent, and prints what each saw.
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashedwheel/hashedwheel"
+	"github.com/panjf2000/gnet/v2"
+)
+
+const tick = 10 * time.Millisecond
+
+type server struct {
+	gnet.BuiltinEventEngine
+	limit  time.Duration // a connection silent this long is closed
+	eng    gnet.Engine
+	booted chan struct{}
+	mu     sync.Mutex // guards loops, which OnOpen of several loops fill
+	loops  map[gnet.EventLoop]*loop
+}
+
+// loop is one event loop's wheel; only that loop calls Advance and
+// NextDeadline. OnTick, on gnet's ticker goroutine, reads next and hands the
+// loop a sweep when it has come.
+type loop struct {
+	el     gnet.EventLoop
+	wheel  *hashedwheel.Timer
+	next   atomic.Int64 // NextDeadline in Unix ns, MaxInt64 if none
+	queued atomic.Bool  // a sweep is on its way to the loop
+}
+
+type session struct{ idle, ping *hashedwheel.Timeout }
+
+func (s *server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.eng = eng
+	close(s.booted)
+	return gnet.None
+}
+
+func (s *server) loopOf(el gnet.EventLoop) *loop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.loops[el]; ok {
+		return l
+	}
+	wheel, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(tick))
+	if err != nil {
+		panic(err) // the options are constants
+	}
+	l := &loop{el: el, wheel: wheel}
+	s.loops[el] = l
+	return l
+}
+
+// publish tells OnTick when the loop's wheel next needs it.
+func (l *loop) publish() {
+	next := int64(math.MaxInt64)
+	if at, ok := l.wheel.NextDeadline(); ok {
+		next = at.UnixNano()
+	}
+	l.next.Store(next)
+}
+
+func (s *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	l := s.loopOf(c.EventLoop())
+	// The tasks run inside Advance, on this loop: they may touch c.
+	idle, err := l.wheel.AfterFunc(s.limit, func() { _ = l.el.Close(c) })
+	if err != nil {
+		return nil, gnet.Close
+	}
+	ping, err := l.wheel.Every(s.limit/2, func() { _, _ = c.Write([]byte("ping\n")) })
+	if err != nil {
+		idle.Cancel()
+		return nil, gnet.Close
+	}
+	c.SetContext(&session{idle: idle, ping: ping})
+	l.publish()
+	return nil, gnet.None
+}
+
+func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
+	ss := c.Context().(*session)
+	// Reset returns false once the deadline has fired: the close is under
+	// way, so this message comes too late.
+	if !ss.idle.Reset(s.limit) {
+		return gnet.Close
+	}
+	ss.ping.Reset(s.limit / 2) // the echo is a write: no ping needed before then
+	buf, _ := c.Next(-1)
+	_, _ = c.Write(buf)
+	return gnet.None
+}
+
+func (s *server) OnClose(c gnet.Conn, _ error) gnet.Action {
+	if ss, ok := c.Context().(*session); ok {
+		ss.idle.Cancel()
+		ss.ping.Cancel()
+	}
+	return gnet.None
+}
+
+// OnTick hands each loop whose wheel's next deadline has come a sweep that
+// advances it on the loop, and looks again a tick later.
+func (s *server) OnTick() (time.Duration, gnet.Action) {
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.loops {
+		if l.next.Load() <= now && l.queued.CompareAndSwap(false, true) {
+			_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				l.queued.Store(false)
+				_, _ = l.wheel.Advance(time.Now())
+				l.publish()
+				return nil
+			}))
+		}
+	}
+	return tick, gnet.None
+}
+
+func (s *server) OnShutdown(gnet.Engine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.loops {
+		l.wheel.Stop()
+	}
+}
+
+func main() {
+	talker, silent, err := run(time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gnetidle:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("talker: %v\nsilent: %v\n", talker, silent)
+}
