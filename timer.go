@@ -190,7 +190,7 @@ type Timer struct {
 // returns false there.
 //
 // A Timer is meant to live as long as the program or the subsystem that uses
-// it: making one and stopping it costs about 20µs and 17KB (its wheel and
+// it: making one and stopping it costs about 15µs and 17KB (its wheel and
 // its goroutine), far more than the timeouts it is for, and its worker
 // goroutine runs until Stop, so a Timer dropped without Stop leaks that
 // goroutine.
