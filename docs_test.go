@@ -138,7 +138,7 @@ func testNames(t *testing.T) []string {
 }
 
 var (
-	patternFlagRE = regexp.MustCompile(`-(run|bench|fuzz)[ =]'([^']*)'`)
+	patternFlagRE = regexp.MustCompile(`-(run|bench|fuzz)[ =](?:'([^']*)'|([^\s'|;&]+))`)
 	goRunRE       = regexp.MustCompile(`go run (\./[\w/.-]*|\.)`)
 	scriptRE      = regexp.MustCompile(`bash (\.ci/[\w.-]+)`)
 	ourFlagRE     = regexp.MustCompile(`\s-(soak|out|quick|rounds|readme|render|impl|workload|variants|profiles)\b`)
@@ -163,7 +163,7 @@ func checkCommand(t *testing.T, file, cmd string, names []string) {
 			}
 		case strings.HasPrefix(part, "go test"):
 			for _, m := range patternFlagRE.FindAllStringSubmatch(part, -1) {
-				checkPattern(t, file, cmd, m[1], m[2], names)
+				checkPattern(t, file, cmd, m[1], m[2]+m[3], names)
 			}
 		case strings.HasPrefix(part, "go run golang.org/x/perf/cmd/benchstat@"),
 			strings.HasPrefix(part, "go run honnef.co/go/tools/cmd/staticcheck@"):

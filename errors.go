@@ -2,15 +2,15 @@ package hashedwheel
 
 import "errors"
 
-// ErrTimerStopped is returned by Start, NewTimeout and AfterFunc after the
-// timer was stopped.
+// ErrTimerStopped is returned by Start, NewTimeout, AfterFunc,
+// NewPeriodicTimeout, Every and Advance after the timer was stopped.
 //
 // See the example of [Timer.Stop].
 var ErrTimerStopped = errors.New("hashedwheel: timer stopped")
 
 // ErrTooManyPendingTimeouts is returned, wrapped with the counts, by
-// NewTimeout and AfterFunc when the timer already holds its
-// [WithMaxPendingTimeouts] limit.
+// NewTimeout, AfterFunc, NewPeriodicTimeout and Every when the timer already
+// holds its [WithMaxPendingTimeouts] limit.
 //
 // See the example of [WithMaxPendingTimeouts].
 var ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
