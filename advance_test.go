@@ -240,13 +240,28 @@ func TestGuarantee19NextDeadlineIsNeverLaterThanTheNextRun(t *testing.T) {
 		_, ok = tm.NextDeadline()
 		assert.False(t, ok)
 
-		// An earlier timeout and a Reset to an earlier deadline lower it.
-		far := mustSchedule(t, tm, time.Hour, func() {})
-		at, _ = tm.NextDeadline()
-		assert.Equal(t, start.Add(30*time.Millisecond+time.Hour+10*time.Millisecond), at)
+		// A timeout due more than a turn of the wheel ahead is looked at
+		// early, so NextDeadline may be earlier than its run, never later:
+		// an owner that sleeps until NextDeadline each time runs it at the
+		// end of its deadline's tick after a few calls that run nothing
+		// (about log8 of the turns ahead).
+		var ranAt time.Time
+		record := func() { ranAt = time.Now() }
+		far := mustSchedule(t, tm, time.Hour, record)
+		wantAt := start.Add(30*time.Millisecond + time.Hour + 10*time.Millisecond)
+		assert.Equal(t, 7, followNextDeadline(t, tm, wantAt), "calls of Advance, an hour (45,000 turns) ahead")
+		assert.Equal(t, wantAt, ranAt)
+		assert.False(t, far.Reset(time.Second), "it ran")
+
+		// A Reset to an earlier deadline lowers it.
+		far = mustSchedule(t, tm, time.Hour, record)
+		now := time.Now()
 		require.True(t, far.Reset(time.Second))
-		at, _ = tm.NextDeadline()
-		assert.Equal(t, start.Add(30*time.Millisecond+time.Second+10*time.Millisecond), at)
+		wantAt = now.Add(time.Second + 10*time.Millisecond)
+		assert.LessOrEqual(t, followNextDeadline(t, tm, wantAt), 3, "calls of Advance, 12 turns ahead")
+		assert.Equal(t, wantAt, ranAt)
+
+		far = mustSchedule(t, tm, time.Hour, record)
 		require.True(t, far.Cancel())
 		_, ok = tm.NextDeadline()
 		assert.False(t, ok, "a cancelled timeout is not pending")
@@ -255,6 +270,22 @@ func TestGuarantee19NextDeadlineIsNeverLaterThanTheNextRun(t *testing.T) {
 		allocs := testing.AllocsPerRun(100, func() { tm.NextDeadline() })
 		assert.Zero(t, allocs, "NextDeadline allocates")
 	})
+}
+
+// followNextDeadline sleeps until NextDeadline and calls Advance, until a
+// call runs something, and returns the number of calls. It fails the test if
+// NextDeadline is ever later than want, when the run is due.
+func followNextDeadline(t *testing.T, tm *hashedwheel.Timer, want time.Time) int {
+	t.Helper()
+	for calls := 1; ; calls++ {
+		at, ok := tm.NextDeadline()
+		require.True(t, ok, "nothing pending")
+		require.False(t, at.After(want), "NextDeadline %v is later than the run's %v", at, want)
+		time.Sleep(time.Until(at))
+		if advance(t, tm) > 0 {
+			return calls
+		}
+	}
 }
 
 func TestGuarantee19OneOwnerAtATime(t *testing.T) {

@@ -873,10 +873,12 @@ func liveContexts(b *testing.B, n int, newRun func() (pend, stop func())) {
 // next one each time (round-robin), as a server re-arms the idle deadline of
 // the connection that just received a message; time.Timer.Reset on n live
 // time.AfterFunc timers does the same. The wheel's timed region ends once its
-// worker has processed every reset (the changes queue of the earlier ones);
-// moving a deadline later leaves the worker nothing to do until the old
-// deadline's bucket comes round, weeks away here, as the runtime leaves a
-// modified time.Timer in its heap until then.
+// worker has processed every reset (the changes queue, which takes a reset
+// to a deadline before the timeout's check tick); moving a deadline later,
+// or earlier by less than an eighth of the time left on a timeout due more
+// than a turn ahead (all of them here), leaves the worker nothing to do
+// until the timeout's check tick comes round, weeks away here, as the
+// runtime leaves a modified time.Timer in its heap until then.
 //
 //   - later: every call moves a deadline later: Reset(resetLater), a constant,
 //     moves it by the time since that timeout's last reset.
@@ -887,7 +889,10 @@ func liveContexts(b *testing.B, n int, newRun func() (pend, stop func())) {
 //   - mixed: the delays are drawn at random from [resetEarlierFrom,
 //     resetLater), so that about half the calls move a deadline earlier and
 //     half later, in no order, as idle limits that vary from message to
-//     message do.
+//     message do; each by less than an eighth of the time left.
+//   - halving: every other reset of a timeout halves its delay, the others
+//     double it back: half the calls move a deadline earlier by far more
+//     than an eighth, and each of those goes through the changes queue.
 //
 // Both start from timeouts due resetInitial from now (spread over a turn of
 // the wheel), later than any earlier reset and earlier than any later one.
@@ -899,6 +904,7 @@ func BenchmarkReset(b *testing.B) {
 		{"later", func(*testing.B, int) time.Duration { return resetLater }},
 		{"earlier", resetEarlierDelay},
 		{"mixed", resetMixedDelay},
+		{"halving", nil},
 	} {
 		for _, p := range []struct {
 			name string
@@ -912,6 +918,10 @@ func BenchmarkReset(b *testing.B) {
 				// in which the testing package sizes b.N; each side's are
 				// gone before the other side runs. next and calls carry the
 				// round-robin and the decreasing delays from round to round.
+				delay := dir.delay
+				if delay == nil {
+					delay = resetHalvingDelay(p.n)
+				}
 				tm := newBenchTimer(b, benchTick)
 				defer tm.Stop()
 				handles := make([]*hashedwheel.Timeout, p.n)
@@ -925,7 +935,7 @@ func BenchmarkReset(b *testing.B) {
 				b.Run("hashedwheel", func(b *testing.B) {
 					benchResets(b, tm, func(n int) {
 						for range n {
-							if !handles[next].Reset(dir.delay(b, calls)) {
+							if !handles[next].Reset(delay(b, calls)) {
 								b.Fatalf("Reset of live timeout %d returned false", next)
 							}
 							if next++; next == len(handles) {
@@ -947,7 +957,7 @@ func BenchmarkReset(b *testing.B) {
 				b.Run("time.Timer", func(b *testing.B) {
 					benchResets(b, nil, func(n int) {
 						for range n {
-							if !timers[next].Reset(dir.delay(b, calls)) {
+							if !timers[next].Reset(delay(b, calls)) {
 								b.Fatalf("Reset of live timer %d returned false", next)
 							}
 							if next++; next == len(timers) {
@@ -1000,6 +1010,17 @@ var resetMixedDelays = func() []time.Duration {
 // resetMixedDelay returns the delay of the mixed reset number call.
 func resetMixedDelay(_ *testing.B, call int) time.Duration {
 	return resetMixedDelays[call&(len(resetMixedDelays)-1)]
+}
+
+// resetHalvingDelay returns the delays of the halving resets of n timeouts
+// reset round-robin: resetLater in even rounds, half of it in odd ones.
+func resetHalvingDelay(n int) func(*testing.B, int) time.Duration {
+	return func(_ *testing.B, call int) time.Duration {
+		if call/n%2 == 1 {
+			return resetLater / 2
+		}
+		return resetLater
+	}
 }
 
 // benchResets times loop(b.N) and reports the process CPU per call; with a

@@ -6,51 +6,57 @@ import (
 )
 
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
-// timeouts whose deadline falls in its tick, this turn of the wheel or a later
-// one. It is owned by the worker goroutine: no other goroutine reads or writes
-// it, or a linked timeout's bucketNext and bucketPrev (a timeout's checkTick,
-// which names its bucket, is written by the worker alone, and read by Reset).
-// Timeouts are kept in the order they were transferred, not in deadline order:
-// everything due in one tick runs in that tick, in that order.
+// timeouts whose check tick (see below) falls in its tick, this turn of the
+// wheel or a later one. It is owned by the worker goroutine: no other
+// goroutine reads or writes it, or a linked timeout's bucketNext and
+// bucketPrev (a timeout's checkTick, which names its bucket, is written by
+// the worker alone, and read by Reset). Timeouts are kept in the order they
+// were transferred, not in deadline order: everything due in one tick runs in
+// that tick, in that order.
 //
 // Netty keeps in each timeout its remainingRounds, the turns of the wheel
 // left, and takes one off at every visit to the bucket, so that the worker
 // must visit every bucket every turn. Here a visit at tick T expires exactly
 // the timeouts whose remainingRounds Netty would find at zero or below: those
 // with a deadline before the end of tick T. That needs no counter to keep, so
-// the worker may skip the visits at which nothing is due: minDeadline tells
-// it which those are.
+// the worker may skip the visits at which nothing is due: minDue tells it
+// which those are.
 //
-// Invariant: a timeout in the wheel sits in a bucket that the worker visits,
-// with a minDeadline that makes it look, at or before the tick of its
-// deadline: its checkTick. The worker places it in the bucket of that tick;
-// a Reset to a later deadline keeps the invariant by itself, and so does one
-// to an earlier deadline in the check tick or later; a Reset to a deadline
-// before it goes through the changes queue, which the worker processes
-// before it visits any bucket.
+// Invariant: a timeout in the wheel sits in the bucket of its check tick,
+// whose minDue makes the worker look at it at that tick, which is at or
+// before the tick of its deadline. The check tick is the deadline's for a
+// timeout due within a turn of the wheel, and earlier for one due later (see
+// Timer.checkTickOf); at it the worker either runs the timeout or places it
+// again. A Reset to a later deadline keeps the invariant by itself, and so
+// does one to an earlier deadline in the check tick or later; a Reset to a
+// deadline before it goes through the changes queue, which the worker
+// processes before it visits any bucket.
 type bucket struct {
 	head, tail *Timeout
 
-	// minDeadline is at most the earliest deadline in the bucket, and
-	// math.MaxInt64 when it is empty. Timeouts that leave the bucket, or
-	// that Reset moves to a later deadline, do not raise it; the next visit
-	// makes it exact again, and moves a timeout whose new deadline belongs
-	// to another bucket there.
-	minDeadline int64
+	// minDue is at most the earliest time at which a timeout in the bucket
+	// needs the worker: its deadline, or the start of its check tick if
+	// that is earlier; math.MaxInt64 when the bucket is empty. Timeouts
+	// that leave the bucket, or that Reset moves to a later deadline, do not
+	// raise it; the next visit makes it exact again, and moves a timeout
+	// whose check tick has come, or whose new deadline belongs to another
+	// bucket, where it now belongs.
+	minDue int64
 }
 
 // newWheel returns n empty buckets.
 func newWheel(n int) []bucket {
 	wheel := make([]bucket, n)
 	for i := range wheel {
-		wheel[i].minDeadline = math.MaxInt64
+		wheel[i].minDue = math.MaxInt64
 	}
 	return wheel
 }
 
-// add appends to to the bucket.
-func (b *bucket) add(to *Timeout, deadline int64) {
-	b.minDeadline = min(b.minDeadline, deadline)
+// add appends to to the bucket; from is when it needs the worker (see
+// minDue).
+func (b *bucket) add(to *Timeout, from int64) {
+	b.minDue = min(b.minDue, from)
 	if b.tail == nil {
 		b.head = to
 	} else {
@@ -74,7 +80,7 @@ func (b *bucket) remove(to *Timeout) {
 	}
 	to.bucketNext, to.bucketPrev = nil, nil
 	if b.head == nil {
-		b.minDeadline = math.MaxInt64
+		b.minDue = math.MaxInt64
 	}
 }
 

@@ -85,13 +85,14 @@ func (t *Timer) advance(target int64) int {
 		if !walked {
 			// A task called runtime.Goexit in the middle of a bucket's
 			// walk: mark the bucket due, so the next call walks the rest.
-			t.wheel[t.tick&t.mask].minDeadline = 0
+			t.wheel[t.tick&t.mask].minDue = 0
 		}
 		t.publishStats()
 		t.releaseOwner()
 	}()
-	t.takeIn()
 	endTick := target / t.tickDuration // ticks before it have ended
+	t.clockTick = endTick
+	t.takeIn()
 	for t.tick < endTick && !t.isStopped() {
 		// Skip to the next tick with something due, as a sleeping worker
 		// does; the ticks skipped are not counted in Stats.
@@ -117,7 +118,10 @@ func (t *Timer) advance(target int64) int {
 // NextDeadline reports when, at the latest, the owner of a Timer made
 // [WithoutWorker] must call [Timer.Advance] again: a time never later than the
 // first at which Advance would run something (it may be earlier; then that
-// Advance runs nothing), and false if no timeout is pending. It first takes in
+// Advance runs nothing), and false if no timeout is pending. It is earlier
+// when the first timeout is due more than a turn of the wheel ahead: an
+// owner that sleeps until NextDeadline then wakes about log8 of the turns
+// times (seven for an hour at a 10ms tick and 8 buckets) before the run. It first takes in
 // the timeouts scheduled, reset or cancelled from any goroutine before the
 // call, so an owner that sleeps until the time it returns, or until another
 // goroutine wakes it after scheduling, misses nothing. It allocates nothing

@@ -141,13 +141,14 @@ type Timeout struct {
 	// changes as the constants above say.
 	state atomic.Int32
 
-	// checkTick holds the low 32 bits of the tick at which, at the latest,
-	// the worker looks at the linked timeout again: that of its deadline
-	// when the worker placed it, or the tick it stood at if that deadline
-	// had passed. Its bucket is checkTick & mask. A Reset to an earlier
-	// deadline in that tick or later needs nothing from the worker. Written
-	// by the worker (atomically: Reset reads it) each time it places the
-	// timeout; meaningful while stLinked is set.
+	// checkTick holds the low 32 bits of the tick at which the worker looks
+	// at the linked timeout again: at or before the tick of the deadline it
+	// had when the worker placed it (see Timer.checkTickOf), or the tick the
+	// worker stood at if that deadline had passed. Its bucket is
+	// checkTick & mask. A Reset to an earlier deadline in that tick or later
+	// needs nothing from the worker. Written by the worker (atomically:
+	// Reset reads it) each time it places the timeout; meaningful while
+	// stLinked is set.
 	checkTick atomic.Uint32
 }
 
@@ -258,9 +259,12 @@ func (to *Timeout) cancel(flags int32) bool {
 // Reset allocates nothing and costs a clock read and two compare-and-swaps.
 // The worker moves the timeout to its new bucket when it next looks at it,
 // at the latest when its old deadline was due. Only a deadline earlier than
-// the tick at which the worker will look at the timeout again (an earlier
-// deadline than any it had since the worker last placed it, in practice)
-// also hands the timeout to the worker, and wakes the worker if it sleeps.
+// the tick at which the worker will look at the timeout again also hands
+// the timeout to the worker, and wakes the worker if it sleeps: for a
+// timeout due within a turn of the wheel, a deadline earlier than any it
+// had since the worker last placed it; for one due later, which the worker
+// looks at an eighth of the time left before its deadline, a deadline
+// earlier than that.
 func (to *Timeout) Reset(delay time.Duration) bool {
 	t := to.timer
 	if t == nil {
@@ -320,15 +324,15 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 // timeout at the latest (its checkTick), so that the worker must be told.
 //
 // checkTick keeps that tick's low 32 bits. The tick is at most old's tick:
-// the worker placed the timeout at the tick of the deadline it then had,
-// and every deadline since was later, or Reset found it no earlier than the
-// check tick. Only if that deadline had passed did the worker place it at
-// the tick it stood at, which is at most the clock's tick and so at most
-// deadline's. So the latest tick up to old's with those low bits is never
-// earlier than the true check tick, or the true one is no later than
-// deadline's tick anyway: a deadline at or after it needs nothing from the
-// worker. At worst, with deadlines 2^32 ticks apart, Reset tells the worker
-// without need.
+// the worker placed the timeout at or before the tick of the deadline it
+// then had, and every deadline since was later, or Reset found it no
+// earlier than the check tick. Only if that deadline had passed did the
+// worker place it at the tick it stood at, which is at most the clock's tick
+// and so at most deadline's. So the latest tick up to old's with those low
+// bits is never earlier than the true check tick, or the true one is no
+// later than deadline's tick anyway: a deadline at or after it needs nothing
+// from the worker. At worst, with a check tick 2^32 ticks or more before
+// old's, Reset tells the worker without need.
 func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
 	oldTick := old / t.tickDuration
 	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())

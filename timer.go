@@ -76,6 +76,12 @@ type Timer struct {
 	// [tick*tickDuration, (tick+1)*tickDuration). Worker only.
 	tick int64
 
+	// clockTick is the latest tick the worker knows the clock to be in when
+	// it is behind (catching up, or an owner's Advance): ticks before it
+	// have ended. Timeouts due by then are placed at their deadline's tick,
+	// not looked at early (see checkTickOf). Worker only.
+	clockTick int64
+
 	// transferBudget is how many more new timeouts the worker may take from
 	// the queue before tick ends: maxTransfersPerTick at the start of each
 	// tick. Worker only.

@@ -11,13 +11,14 @@ import (
 // keep it from expiring timeouts.
 const maxTransfersPerTick = 100_000
 
-// link puts to into bucket idx of the wheel and marks the bucket occupied.
-func (t *Timer) link(to *Timeout, idx, deadline int64) {
+// link puts to into bucket idx of the wheel, from being when it needs the
+// worker (see bucket.minDue), and marks the bucket occupied.
+func (t *Timer) link(to *Timeout, idx, from int64) {
 	b := &t.wheel[idx]
 	if b.head == nil {
 		t.occupied.add(int(idx))
 	}
-	b.add(to, deadline)
+	b.add(to, from)
 }
 
 // bucketOf returns the index of the bucket a linked timeout is in.
@@ -33,20 +34,34 @@ func (t *Timer) unlink(to *Timeout) {
 	}
 }
 
-// place puts to, whose stLinked is set, into the bucket of its deadline,
-// taking it out of the bucket it is in if linked is true, and records in its
-// checkTick when the worker looks at it again: the deadline's tick, or the
-// current one if that has passed. Then it reads the deadline again, as a
-// Reset to an earlier one that read checkTick before this wrote it may have
-// left the move to the worker (see Timeout.Reset); it reports false if the
-// deadline changed, and the caller places the timeout again.
+// checkAheadShift sets how early the worker first looks at a timeout due
+// more than a turn of the wheel ahead: at its deadline's tick less an eighth
+// of the ticks left, so that a Reset to an earlier deadline by up to an
+// eighth of the time left needs nothing from the worker (see Timeout.Reset).
+// At that look an eighth is left, and the worker places it again the same
+// way: a timeout due n turns ahead is looked at about log8(n) + 1 times
+// before the one at which it runs (three times at 100 turns, five at
+// 10,000), where Netty's worker visits it every turn; one due within a turn,
+// only when it runs.
+const checkAheadShift = 3
+
+// place puts to, whose stLinked is set, into the bucket of its check tick,
+// taking it out of the bucket it is in if linked is true, and records in
+// its checkTick when the worker looks at it again (see checkTickOf). Then it
+// reads the deadline again, as a Reset to an earlier one that read checkTick
+// before this wrote it may have left the move to the worker (see
+// Timeout.Reset); it reports false if the deadline changed, and the caller
+// places the timeout again.
 //
 // A timeout placed in the current tick's bucket is due at this tick: place
 // must not be called while that bucket is being walked, unless the caller
 // looks at the timeout again (see expireTimeouts).
 func (t *Timer) place(to *Timeout, linked bool) bool {
 	deadline := atomic.LoadInt64(&to.deadline)
-	check := max(deadline/t.tickDuration, t.tick)
+	check := t.checkTickOf(to, deadline, linked)
+	// The bucket must be visited at the check tick: from its start, or
+	// from the deadline if that is earlier (it is due there, or passed).
+	from := min(deadline, check*t.tickDuration)
 	idx := check & t.mask
 	if t.owned {
 		t.nextDueAt = min(t.nextDueAt, t.tickEnd(check))
@@ -60,21 +75,46 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 	} else if linked {
 		// Nothing a Reset relies on has changed.
 		b := &t.wheel[idx]
-		b.minDeadline = min(b.minDeadline, deadline)
+		b.minDue = min(b.minDue, from)
 		return true
 	}
 	if linked {
 		b := &t.wheel[idx]
-		b.minDeadline = min(b.minDeadline, deadline)
+		b.minDue = min(b.minDue, from)
 	} else {
-		t.link(to, idx, deadline)
+		t.link(to, idx, from)
 	}
 	return atomic.LoadInt64(&to.deadline) == deadline
 }
 
+// checkTickOf returns the tick at which the worker looks at to, due at
+// deadline, next: the current tick if that deadline has passed, the
+// deadline's tick if it is due within a turn of the wheel from the clock's
+// tick, and otherwise an eighth of the ticks left before it
+// (checkAheadShift), at which the worker places it again. A linked timeout keeps a check tick still ahead
+// and not after its deadline's, so that a visit to its bucket for the
+// others in it does not move it. As checkTick keeps 32 bits, the tick read
+// back from them may be earlier than the one set, more than 2^32 ticks
+// ahead; the worker then looks at the timeout early, which is harmless.
+func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
+	due := deadline / t.tickDuration
+	ahead := due - max(t.tick, t.clockTick)
+	if ahead <= int64(len(t.wheel)) {
+		return max(due, t.tick)
+	}
+	if linked {
+		check := t.tick + int64(to.checkTick.Load()-uint32(t.tick))
+		if check > t.tick && check <= due {
+			return check
+		}
+	}
+	return due - ahead>>checkAheadShift
+}
+
 // processChanges handles the timeouts that Cancel or Reset pointed out since
 // the last tick: it unlinks the cancelled ones from their buckets and moves
-// those reset to an earlier deadline to the bucket of that deadline.
+// those reset to a deadline before their check tick to the bucket of their
+// new one.
 func (t *Timer) processChanges() {
 	for {
 		to := t.changes.pop()
@@ -233,9 +273,9 @@ func (t *Timer) rearm(to *Timeout) {
 }
 
 // expireTimeouts visits bucket idx at the end of tick t.tick: it hands out
-// the tasks of the timeouts whose deadline is before the end of the tick;
-// the others are due in a later turn, or were reset to another bucket, where
-// it moves them. It hands out no task once the timer is stopped (for example
+// the tasks of the timeouts whose deadline is before the end of the tick,
+// and places the others again, where their next check tick says (it keeps
+// those looked at in a later turn where they are). It hands out no task once the timer is stopped (for example
 // by one of the tasks), leaving the rest for Stop.
 //
 // Cancelled timeouts are left linked: the worker unlinks them from the
@@ -243,7 +283,7 @@ func (t *Timer) rearm(to *Timeout) {
 func (t *Timer) expireTimeouts(idx int64) {
 	end := t.tickEnd(t.tick)
 	b := &t.wheel[idx]
-	b.minDeadline = math.MaxInt64
+	b.minDue = math.MaxInt64
 	// now is the time of the hand-outs: read every 64 hand-outs for the
 	// statistics, and before a periodic hand-out if a task ran here since
 	// (it may have blocked), for the skip of the runs behind.
@@ -263,7 +303,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 			// next. processChanges brings it back to the current bucket
 			// first.
 			t.release(to, s)
-			b.minDeadline = min(b.minDeadline, deadline)
+			b.minDue = min(b.minDue, deadline)
 		case !due:
 			t.release(to, s)
 			if !t.place(to, true) {

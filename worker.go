@@ -22,8 +22,8 @@ func (t *Timer) run() {
 			// the rest of this tick with what is left of its transfer
 			// budget.
 			// The walk of the tick's bucket was cut short, and had not
-			// rebuilt its minDeadline: mark the bucket due.
-			t.wheel[t.tick&t.mask].minDeadline = 0
+			// rebuilt its minDue: mark the bucket due.
+			t.wheel[t.tick&t.mask].minDue = 0
 			t.logError("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
 				"the worker goes on in a new goroutine")
 			go t.run()
@@ -70,6 +70,7 @@ func (t *Timer) run() {
 // it would skip.
 func (t *Timer) catchUp() bool {
 	clockTick := t.elapsed() / t.tickDuration
+	t.clockTick = clockTick
 	if clockTick <= t.tick+1 || !t.newTimeoutsEmpty() || !t.changes.isEmpty() {
 		return false
 	}
@@ -152,7 +153,7 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		// While timeouts arrive, keep draining them; sleep longer only once
 		// they stop.
 		target, park := t.tick, false
-		if !arriving && t.wheel[t.tick&t.mask].minDeadline >= t.tickEnd(t.tick) {
+		if !arriving && t.wheel[t.tick&t.mask].minDue >= t.tickEnd(t.tick) {
 			t.sleeping.Store(true)
 			newEmpty := t.newTimeoutsEmpty()
 			if !newEmpty && t.transferBudget > 0 {
@@ -228,7 +229,7 @@ func (t *Timer) nextDueTick() (due int64, park bool) {
 			t.scanned++
 			// The bucket's timeouts due later are due at the tick of their
 			// deadline.
-			bucketDue := max(t.wheel[i].minDeadline/t.tickDuration, visit)
+			bucketDue := max(t.wheel[i].minDue/t.tickDuration, visit)
 			if bucketDue == visit {
 				return visit, false
 			}

@@ -127,6 +127,50 @@ func TestSparseWheelGoesToSleepWithoutWalkingIt(t *testing.T) {
 	})
 }
 
+// TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove: a timeout due
+// more than a turn of the wheel ahead is placed at a check tick an eighth of
+// the time left before its deadline. A Reset to an earlier deadline at or
+// after that tick leaves the worker alone (nothing in the changes queue);
+// one before it goes through the changes queue. Either way the timeout runs
+// at the end of its new deadline's tick, never before, after a few looks.
+func TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = 10 * time.Millisecond
+		tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		defer tm.Stop()
+		start := time.Now()
+		ranAt := make(chan time.Duration, 1)
+		far, err := tm.AfterFunc(time.Hour, func() { ranAt <- time.Since(start) })
+		require.NoError(t, err)
+		synctest.Wait()
+		// Placed at the tick an eighth of an hour before its deadline.
+		check := int64(time.Hour/tick) - int64(time.Hour/tick)>>checkAheadShift
+		require.Equal(t, uint32(check), far.checkTick.Load())
+
+		// Hold the worker in a task, so that it takes nothing from the
+		// changes queue while the resets are looked at.
+		hold, held := make(chan struct{}), make(chan struct{})
+		_, err = tm.AfterFunc(0, func() { close(held); <-hold })
+		require.NoError(t, err)
+		<-held
+		require.True(t, far.Reset(55*time.Minute))
+		assert.True(t, tm.changes.isEmpty(), "a Reset to after the check tick told the worker")
+		require.True(t, far.Reset(50*time.Minute))
+		assert.False(t, tm.changes.isEmpty(), "a Reset to before the check tick did not tell the worker")
+		close(hold)
+
+		// Reset at 10ms, the end of the held task's tick.
+		runAt := (10*time.Millisecond+50*time.Minute)/tick*tick + tick
+		time.Sleep(time.Until(start.Add(runAt)) - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, ranAt, "ran before the end of its deadline's tick")
+		assert.Equal(t, runAt, <-ranAt)
+		// Looked at when it was placed, then about log8 of the turns.
+		assert.LessOrEqual(t, tm.Stats().Ticks, uint64(8), "ticks processed")
+	})
+}
+
 func TestGuarantee8SkippedTicksGetAFreshTransferBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, err := NewTimer(WithTickDuration(10 * time.Millisecond))
