@@ -890,9 +890,11 @@ func liveContexts(b *testing.B, n int, newRun func() (pend, stop func())) {
 //     resetLater), so that about half the calls move a deadline earlier and
 //     half later, in no order, as idle limits that vary from message to
 //     message do; each by less than an eighth of the time left.
-//   - halving: every other reset of a timeout halves its delay, the others
-//     double it back: half the calls move a deadline earlier by far more
-//     than an eighth, and each of those goes through the changes queue.
+//   - near: as mixed, with delays drawn from [resetNearFrom, resetNearTo),
+//     within a turn of the wheel (5.12s at benchTick and
+//     benchTicksPerWheel), where each timeout is placed at its deadline's
+//     tick: a reset to an earlier tick goes through the changes queue, about
+//     half of them. A round of resets takes milliseconds, so none is due.
 //
 // Both start from timeouts due resetInitial from now (spread over a turn of
 // the wheel), later than any earlier reset and earlier than any later one.
@@ -904,7 +906,7 @@ func BenchmarkReset(b *testing.B) {
 		{"later", func(*testing.B, int) time.Duration { return resetLater }},
 		{"earlier", resetEarlierDelay},
 		{"mixed", resetMixedDelay},
-		{"halving", nil},
+		{"near", resetNearDelay},
 	} {
 		for _, p := range []struct {
 			name string
@@ -918,10 +920,6 @@ func BenchmarkReset(b *testing.B) {
 				// in which the testing package sizes b.N; each side's are
 				// gone before the other side runs. next and calls carry the
 				// round-robin and the decreasing delays from round to round.
-				delay := dir.delay
-				if delay == nil {
-					delay = resetHalvingDelay(p.n)
-				}
 				tm := newBenchTimer(b, benchTick)
 				defer tm.Stop()
 				handles := make([]*hashedwheel.Timeout, p.n)
@@ -935,7 +933,7 @@ func BenchmarkReset(b *testing.B) {
 				b.Run("hashedwheel", func(b *testing.B) {
 					benchResets(b, tm, func(n int) {
 						for range n {
-							if !handles[next].Reset(delay(b, calls)) {
+							if !handles[next].Reset(dir.delay(b, calls)) {
 								b.Fatalf("Reset of live timeout %d returned false", next)
 							}
 							if next++; next == len(handles) {
@@ -957,7 +955,7 @@ func BenchmarkReset(b *testing.B) {
 				b.Run("time.Timer", func(b *testing.B) {
 					benchResets(b, nil, func(n int) {
 						for range n {
-							if !timers[next].Reset(delay(b, calls)) {
+							if !timers[next].Reset(dir.delay(b, calls)) {
 								b.Fatalf("Reset of live timer %d returned false", next)
 							}
 							if next++; next == len(timers) {
@@ -985,6 +983,10 @@ const (
 	// the delays last 36 billion calls, far more than any -benchtime makes.
 	resetEarlierFrom = 1000 * time.Hour
 	resetEarlierStep = 100 * time.Microsecond
+
+	// The near resets' delays.
+	resetNearFrom = 1 * time.Second
+	resetNearTo   = 3 * time.Second
 )
 
 // resetEarlierDelay returns the delay of the earlier reset number call.
@@ -1012,15 +1014,20 @@ func resetMixedDelay(_ *testing.B, call int) time.Duration {
 	return resetMixedDelays[call&(len(resetMixedDelays)-1)]
 }
 
-// resetHalvingDelay returns the delays of the halving resets of n timeouts
-// reset round-robin: resetLater in even rounds, half of it in odd ones.
-func resetHalvingDelay(n int) func(*testing.B, int) time.Duration {
-	return func(_ *testing.B, call int) time.Duration {
-		if call/n%2 == 1 {
-			return resetLater / 2
-		}
-		return resetLater
+// resetNearDelays are the delays of the near resets, drawn once at random
+// from [resetNearFrom, resetNearTo).
+var resetNearDelays = func() []time.Duration {
+	rng := rand.New(rand.NewPCG(3, 4))
+	d := make([]time.Duration, 1<<16)
+	for i := range d {
+		d[i] = resetNearFrom + time.Duration(rng.Int64N(int64(resetNearTo-resetNearFrom)))
 	}
+	return d
+}()
+
+// resetNearDelay returns the delay of the near reset number call.
+func resetNearDelay(_ *testing.B, call int) time.Duration {
+	return resetNearDelays[call&(len(resetNearDelays)-1)]
 }
 
 // benchResets times loop(b.N) and reports the process CPU per call; with a
