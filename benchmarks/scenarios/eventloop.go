@@ -42,6 +42,7 @@ func eventLoopScenario(p params, r regime) *scenario {
 		Variants: []variant{
 			{ID: "wheel", Label: "hashedwheel", API: "Timer.AfterFunc + Timeout.Reset in OnTraffic (idle); Timer.Every + Timeout.Reset on each write (ping); tasks call Conn.Close and Conn.AsyncWrite"},
 			{ID: "wheel-owner", Label: "hashedwheel, loop-driven", API: "a Timer per event loop made WithoutWorker: AfterFunc + Reset (idle), Every + Reset (ping) as above; OnTick hands a loop whose NextDeadline has come a sweep (EventLoop.Execute) that calls Advance, and the tasks close and write on the loop"},
+			{ID: "wheel-lazy", Label: "hashedwheel, loop-driven, lazy", API: "a Timer per event loop made WithoutWorker, driven as above, with one timeout per connection and nothing done on traffic: the connection is the task, which kicks or pings when due and schedules its next look with NewTimeout, as the heap variant re-arms"},
 			{ID: "heap", Label: "min-heap in OnTick", API: "two min-heaps per event loop (idle, ping), re-armed lazily; OnTick hands each loop with something due a sweep (EventLoop.Execute), which closes and writes on the loop"},
 			{ID: "afterfunc", Label: "time.AfterFunc", API: "time.AfterFunc + Timer.Reset per connection (idle, ping); callbacks call Conn.Close and Conn.AsyncWrite", Base: true},
 		},
@@ -337,6 +338,8 @@ func runGnetServerRole(b []byte) error {
 		return serveGnet(spec, func(s *gnetServer[afterFuncConn]) (timers[afterFuncConn], error) { return newAfterFuncTimers(s), nil })
 	case "wheel-owner":
 		return serveGnet(spec, func(s *gnetServer[wheelConn]) (timers[wheelConn], error) { return newOwnerTimers(s), nil })
+	case "wheel-lazy":
+		return serveGnet(spec, func(s *gnetServer[lazyTimersConn]) (timers[lazyTimersConn], error) { return newLazyTimers(s), nil })
 	// A new variant: an implementation of timers[T] and a case here, and an
 	// entry in eventLoopScenario's Variants.
 	default:

@@ -147,54 +147,13 @@ func (a *afterFuncTimers) stop()               {}
 // The idle deadline and the ping are as in wheelTimers (AfterFunc and Every,
 // re-armed with Reset on the loop), but their tasks run inside Advance, on
 // the loop, so a kick or a ping is a close or a write there, with no
-// hand-off. gnet's OnTick runs on a goroutine of its own, so, as for the
-// heap, OnTick hands a loop whose next deadline has come a sweep
-// (EventLoop.Execute) that calls Advance; the loop publishes NextDeadline
-// after each sweep and after each connection it opens, and OnTick sleeps
-// until the earliest of them, at most a tick.
+// hand-off. How the loops' Timers are driven is loopTimers.
 type ownerTimers struct {
-	s   *gnetServer[wheelConn]
-	ctx context.Context
-}
-
-// ownerTimersLoop is one event loop's Timer.
-type ownerTimersLoop struct {
-	t *hashedwheel.Timer // Advance and NextDeadline: the loop only
-	// next is NextDeadline, ns since the server's base (MaxInt64 if none):
-	// written on the loop, read by OnTick.
-	next   atomic.Int64
-	queued atomic.Bool // as in heapTimersLoop
-	sweep  gnet.Runnable
+	loopTimers[wheelConn]
 }
 
 func newOwnerTimers(s *gnetServer[wheelConn]) *ownerTimers {
-	return &ownerTimers{s: s, ctx: context.Background()}
-}
-
-func (o *ownerTimers) newLoop(*loopState[wheelConn]) any {
-	t, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(o.s.spec.Tick))
-	if err != nil {
-		panic(err) // the options are constants
-	}
-	ol := &ownerTimersLoop{t: t}
-	ol.next.Store(math.MaxInt64)
-	ol.sweep = gnet.RunnableFunc(func(context.Context) error {
-		ol.queued.Store(false)
-		if _, err := ol.t.Advance(time.Now()); err != nil {
-			return nil // stopped: the server is shutting down
-		}
-		o.publishTimers(ol)
-		return nil
-	})
-	return ol
-}
-
-func (o *ownerTimers) publishTimers(ol *ownerTimersLoop) {
-	next := int64(math.MaxInt64)
-	if at, ok := ol.t.NextDeadline(); ok {
-		next = int64(at.Sub(o.s.base))
-	}
-	ol.next.Store(next)
+	return &ownerTimers{loopTimers[wheelConn]{s: s, ctx: context.Background()}}
 }
 
 func (o *ownerTimers) opened(cs *conn[wheelConn]) {
@@ -223,9 +182,128 @@ func (o *ownerTimers) closed(cs *conn[wheelConn]) {
 	}
 }
 
-func (o *ownerTimers) usesTicker() bool { return true }
+// lazyTimers: the wheel driven by the loop as in ownerTimers, written the way
+// the heap variant is: one timeout per connection, and nothing done on
+// traffic. The connection's lazyTimersConn is the timeout's task, so there
+// is no closure; when it runs, inside Advance on the loop, it kicks the
+// connection if it has been silent for its limit, pings it if nothing was
+// written to it for the ping interval, and schedules its next look at the
+// earlier of the two deadlines, with a new timeout (a run timeout cannot be
+// re-armed).
+type lazyTimers struct {
+	loopTimers[lazyTimersConn]
+}
 
-func (o *ownerTimers) tick() time.Duration {
+// lazyTimersConn is a connection's timeout and the task it runs.
+type lazyTimersConn struct {
+	to *hashedwheel.Timeout
+	cs *conn[lazyTimersConn]
+}
+
+func newLazyTimers(s *gnetServer[lazyTimersConn]) *lazyTimers {
+	l := &lazyTimers{loopTimers[lazyTimersConn]{s: s, ctx: context.Background()}}
+	l.lazy = l
+	return l
+}
+
+func (l *lazyTimers) opened(cs *conn[lazyTimersConn]) {
+	ol := cs.loop.data.(*ownerTimersLoop)
+	cs.tm.cs = cs
+	next := time.Duration(cs.limit)
+	if l.s.spec.Ping > 0 {
+		next = min(next, l.s.spec.Ping)
+	}
+	cs.tm.to, _ = ol.t.NewTimeout(&cs.tm, next)
+	l.publishTimers(ol)
+}
+
+// traffic has nothing to do: the timeout looks at lastMsg and lastWrite when
+// it runs, on the loop, so no kick can race a message.
+func (l *lazyTimers) traffic(*conn[lazyTimersConn]) bool { return true }
+
+func (l *lazyTimers) closed(cs *conn[lazyTimersConn]) {
+	if cs.tm.to != nil {
+		cs.tm.to.Cancel()
+	}
+}
+
+// Run is the connection's look at its deadlines, on the loop.
+func (lc *lazyTimersConn) Run(*hashedwheel.Timeout) {
+	cs := lc.cs
+	ol := cs.loop.data.(*ownerTimersLoop)
+	s := ol.lazy.s
+	if cs.closed.Load() {
+		return
+	}
+	now := s.now()
+	next := cs.lastMsg + cs.limit
+	if now >= next {
+		s.kickOnLoop(cs)
+		return
+	}
+	if ping := int64(s.spec.Ping); ping > 0 {
+		at := cs.lastWrite + ping
+		if now >= at {
+			s.pingOnLoop(cs, now)
+			at = now + ping
+		}
+		next = min(next, at)
+	}
+	lc.to, _ = ol.t.NewTimeout(lc, time.Duration(next-now))
+}
+
+// loopTimers is how both loop-driven variants drive their Timers. gnet's
+// OnTick runs on a goroutine of its own, so, as for the heap, OnTick hands a
+// loop whose next deadline has come a sweep (EventLoop.Execute) that calls
+// Advance; the loop publishes NextDeadline after each sweep and after each
+// connection it opens, and OnTick sleeps until the earliest of them, at most
+// a tick.
+type loopTimers[T any] struct {
+	s    *gnetServer[T]
+	ctx  context.Context
+	lazy *lazyTimers // the lazy variant, for its tasks; nil in the other
+}
+
+// ownerTimersLoop is one event loop's Timer.
+type ownerTimersLoop struct {
+	t *hashedwheel.Timer // Advance and NextDeadline: the loop only
+	// next is NextDeadline, ns since the server's base (MaxInt64 if none):
+	// written on the loop, read by OnTick.
+	next   atomic.Int64
+	queued atomic.Bool // as in heapTimersLoop
+	sweep  gnet.Runnable
+	lazy   *lazyTimers // as in loopTimers
+}
+
+func (o *loopTimers[T]) newLoop(*loopState[T]) any {
+	t, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(o.s.spec.Tick))
+	if err != nil {
+		panic(err) // the options are constants
+	}
+	ol := &ownerTimersLoop{t: t, lazy: o.lazy}
+	ol.next.Store(math.MaxInt64)
+	ol.sweep = gnet.RunnableFunc(func(context.Context) error {
+		ol.queued.Store(false)
+		if _, err := ol.t.Advance(time.Now()); err != nil {
+			return nil // stopped: the server is shutting down
+		}
+		o.publishTimers(ol)
+		return nil
+	})
+	return ol
+}
+
+func (o *loopTimers[T]) publishTimers(ol *ownerTimersLoop) {
+	next := int64(math.MaxInt64)
+	if at, ok := ol.t.NextDeadline(); ok {
+		next = int64(at.Sub(o.s.base))
+	}
+	ol.next.Store(next)
+}
+
+func (o *loopTimers[T]) usesTicker() bool { return true }
+
+func (o *loopTimers[T]) tick() time.Duration {
 	now := o.s.now()
 	earliest := int64(math.MaxInt64)
 	if p := o.s.loops.Load(); p != nil {
@@ -247,7 +325,7 @@ func (o *ownerTimers) tick() time.Duration {
 	return min(max(time.Duration(earliest-now), time.Millisecond), o.s.spec.Tick)
 }
 
-func (o *ownerTimers) stop() {
+func (o *loopTimers[T]) stop() {
 	if p := o.s.loops.Load(); p != nil {
 		for _, l := range *p {
 			l.data.(*ownerTimersLoop).t.Stop()

@@ -162,6 +162,7 @@ func (rep *Report) summary() string {
 		for _, wv := range []struct{ id, label string }{
 			{"wheel", "with hashedwheel's worker"},
 			{"wheel-owner", "with hashedwheel driven by the loop (`WithoutWorker`, `Advance` in a sweep on the loop)"},
+			{"wheel-lazy", "with hashedwheel driven by the loop and one timeout per connection re-armed lazily, as the heap is"},
 		} {
 			h, okh := rep.compare(sc.Name, 0, wv.id, "heap", metric)
 			a, oka := rep.compare(sc.Name, 0, wv.id, "afterfunc", metric)
@@ -187,7 +188,7 @@ func (rep *Report) summary() string {
 		}
 		text := fmt.Sprintf("%s: %s %s; the timers took %s of it with the heap and %s with time.AfterFunc",
 			where, what, strings.Join(clauses, "; "), share("heap"), share("afterfunc"))
-		for _, wv := range []string{"wheel", "wheel-owner"} {
+		for _, wv := range []string{"wheel", "wheel-owner", "wheel-lazy"} {
 			m, ok := rep.compare(sc.Name, 0, wv, "afterfunc", "heap_per_conn")
 			if !ok {
 				continue
