@@ -11,8 +11,8 @@ import (
 // goroutine reads or writes it, or a linked timeout's bucketNext and
 // bucketPrev (a timeout's checkTick, which names its bucket, is written by
 // the worker alone, and read by Reset). Timeouts are kept in the order they
-// were transferred, not in deadline order: everything due in one tick runs in
-// that tick, in that order.
+// were linked (one placed again goes to the tail), not in deadline order:
+// everything due in one tick runs in that tick, in that order.
 //
 // Netty keeps in each timeout its remainingRounds, the turns of the wheel
 // left, and takes one off at every visit to the bucket, so that the worker

@@ -76,10 +76,11 @@ type Timer struct {
 	// [tick*tickDuration, (tick+1)*tickDuration). Worker only.
 	tick int64
 
-	// clockTick is the latest tick the worker knows the clock to be in when
-	// it is behind (catching up, or an owner's Advance): ticks before it
-	// have ended. Timeouts due by then are placed at their deadline's tick,
-	// not looked at early (see checkTickOf). Worker only.
+	// clockTick is the tick the clock was in when the worker started its
+	// tick (or, for an owned Timer, the tick of the now given to Advance):
+	// ticks before it have ended. It runs ahead of tick while the worker
+	// catches up; timeouts due by it are then placed at their deadline's
+	// tick, not looked at early (see checkTickOf). Worker only.
 	clockTick int64
 
 	// transferBudget is how many more new timeouts the worker may take from

@@ -37,6 +37,7 @@ func (t *Timer) run() {
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
 	for t.waitForNextTick(sleep) {
+		t.clockTick = t.elapsed() / t.tickDuration
 		t.processChanges()
 		t.transferTimeoutsToBuckets()
 		if t.catchUp() {
@@ -69,8 +70,7 @@ func (t *Timer) run() {
 // timeouts wait beyond the transfer budget, as they may be due in the ticks
 // it would skip.
 func (t *Timer) catchUp() bool {
-	clockTick := t.elapsed() / t.tickDuration
-	t.clockTick = clockTick
+	clockTick := t.clockTick // read at the start of the tick
 	if clockTick <= t.tick+1 || !t.newTimeoutsEmpty() || !t.changes.isEmpty() {
 		return false
 	}
@@ -227,8 +227,8 @@ func (t *Timer) nextDueTick() (due int64, park bool) {
 				return due, park
 			}
 			t.scanned++
-			// The bucket's timeouts due later are due at the tick of their
-			// deadline.
+			// The bucket's timeouts that are not due at this visit need
+			// the worker at their check tick, which minDue bounds.
 			bucketDue := max(t.wheel[i].minDue/t.tickDuration, visit)
 			if bucketDue == visit {
 				return visit, false
