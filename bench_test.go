@@ -998,32 +998,27 @@ func resetEarlierDelay(b *testing.B, call int) time.Duration {
 	return d
 }
 
-// resetMixedDelays are the delays of the mixed resets, drawn once at random
-// from [resetEarlierFrom, resetLater).
-var resetMixedDelays = func() []time.Duration {
-	rng := rand.New(rand.NewPCG(1, 2))
+// randomDelays returns 2^16 delays drawn at random from [from, to) with the
+// given seed.
+func randomDelays(seed uint64, from, to time.Duration) []time.Duration {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
 	d := make([]time.Duration, 1<<16)
 	for i := range d {
-		d[i] = resetEarlierFrom + time.Duration(rng.Int64N(int64(resetLater-resetEarlierFrom)))
+		d[i] = from + time.Duration(rng.Int64N(int64(to-from)))
 	}
 	return d
-}()
+}
+
+// The delays of the mixed and the near resets, drawn once.
+var (
+	resetMixedDelays = randomDelays(1, resetEarlierFrom, resetLater)
+	resetNearDelays  = randomDelays(3, resetNearFrom, resetNearTo)
+)
 
 // resetMixedDelay returns the delay of the mixed reset number call.
 func resetMixedDelay(_ *testing.B, call int) time.Duration {
 	return resetMixedDelays[call&(len(resetMixedDelays)-1)]
 }
-
-// resetNearDelays are the delays of the near resets, drawn once at random
-// from [resetNearFrom, resetNearTo).
-var resetNearDelays = func() []time.Duration {
-	rng := rand.New(rand.NewPCG(3, 4))
-	d := make([]time.Duration, 1<<16)
-	for i := range d {
-		d[i] = resetNearFrom + time.Duration(rng.Int64N(int64(resetNearTo-resetNearFrom)))
-	}
-	return d
-}()
 
 // resetNearDelay returns the delay of the near reset number call.
 func resetNearDelay(_ *testing.B, call int) time.Duration {
