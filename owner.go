@@ -122,9 +122,10 @@ func (t *Timer) advance(target int64) int {
 // when the first timeout is due more than a turn of the wheel ahead: an
 // owner that sleeps until NextDeadline then wakes about log8 of the turns,
 // plus one, times with nothing to run (six for an hour at a 10ms tick and 8
-// buckets). It first takes in the timeouts scheduled, reset or cancelled from any goroutine before the
-// call, so an owner that sleeps until the time it returns, or until another
-// goroutine wakes it after scheduling, misses nothing. It allocates nothing
+// buckets). It first takes in the timeouts scheduled, reset or cancelled
+// from any goroutine before the call, so an owner that sleeps until the time
+// it returns, or until another goroutine wakes it after scheduling, misses
+// nothing. It allocates nothing
 // and does not walk the timeouts.
 //
 // NextDeadline returns false, and changes nothing, on a Timer with a worker,

@@ -70,17 +70,16 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 		t.unlink(to)
 		linked = false
 	}
-	if uint32(check) != to.checkTick.Load() {
+	moved := uint32(check) != to.checkTick.Load()
+	if moved {
 		to.checkTick.Store(uint32(check))
-	} else if linked {
-		// Nothing a Reset relies on has changed.
-		b := &t.wheel[idx]
-		b.minDue = min(b.minDue, from)
-		return true
 	}
 	if linked {
 		b := &t.wheel[idx]
 		b.minDue = min(b.minDue, from)
+		if !moved {
+			return true // nothing a Reset relies on has changed
+		}
 	} else {
 		t.link(to, idx, from)
 	}
@@ -91,9 +90,9 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 // deadline, next: the current tick if that deadline has passed, the
 // deadline's tick if it is due within a turn of the wheel from the clock's
 // tick, and otherwise an eighth of the ticks left before it
-// (checkAheadShift), at which the worker places it again. A linked timeout keeps a check tick still ahead
-// and not after its deadline's, so that a visit to its bucket for the
-// others in it does not move it. As checkTick keeps 32 bits, the tick read
+// (checkAheadShift), at which the worker places it again. A linked timeout
+// keeps a check tick still ahead and not after its deadline's, so that a
+// visit to its bucket for the others in it does not move it. As checkTick keeps 32 bits, the tick read
 // back from them may be earlier than the one set, more than 2^32 ticks
 // ahead; the worker then looks at the timeout early, which is harmless.
 func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
@@ -275,8 +274,9 @@ func (t *Timer) rearm(to *Timeout) {
 // expireTimeouts visits bucket idx at the end of tick t.tick: it hands out
 // the tasks of the timeouts whose deadline is before the end of the tick,
 // and places the others again, where their next check tick says (it keeps
-// those looked at in a later turn where they are). It hands out no task once the timer is stopped (for example
-// by one of the tasks), leaving the rest for Stop.
+// those looked at in a later turn where they are). It hands out no task
+// once the timer is stopped (for example by one of the tasks), leaving the
+// rest for Stop.
 //
 // Cancelled timeouts are left linked: the worker unlinks them from the
 // changes queue at the start of the next tick.
