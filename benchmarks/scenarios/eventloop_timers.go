@@ -53,18 +53,28 @@ func (w *wheelTimers) opened(cs *conn[wheelConn]) {
 }
 
 func (w *wheelTimers) traffic(cs *conn[wheelConn]) bool {
-	if cs.tm.ping != nil {
-		cs.tm.ping.Reset(w.s.spec.Ping) // false while the ping runs: it is written anyway
-	}
-	return cs.tm.idle == nil || cs.tm.idle.Reset(time.Duration(cs.limit))
+	return cs.tm.rearmTimers(time.Duration(cs.limit), w.s.spec.Ping)
 }
 
-func (w *wheelTimers) closed(cs *conn[wheelConn]) {
-	if cs.tm.idle != nil {
-		cs.tm.idle.Cancel()
+func (w *wheelTimers) closed(cs *conn[wheelConn]) { cs.tm.cancelTimers() }
+
+// rearmTimers pushes both deadlines back after a message; it returns false
+// if the idle deadline had run. The ping's Reset is false while the ping
+// runs: it is written anyway.
+func (c *wheelConn) rearmTimers(limit, ping time.Duration) bool {
+	if c.ping != nil {
+		c.ping.Reset(ping)
 	}
-	if cs.tm.ping != nil {
-		cs.tm.ping.Cancel()
+	return c.idle == nil || c.idle.Reset(limit)
+}
+
+// cancelTimers cancels both deadlines of a closed connection.
+func (c *wheelConn) cancelTimers() {
+	if c.idle != nil {
+		c.idle.Cancel()
+	}
+	if c.ping != nil {
+		c.ping.Cancel()
 	}
 }
 
@@ -167,20 +177,10 @@ func (o *ownerTimers) opened(cs *conn[wheelConn]) {
 
 // traffic only moves deadlines later, so the published next one holds.
 func (o *ownerTimers) traffic(cs *conn[wheelConn]) bool {
-	if cs.tm.ping != nil {
-		cs.tm.ping.Reset(o.s.spec.Ping)
-	}
-	return cs.tm.idle == nil || cs.tm.idle.Reset(time.Duration(cs.limit))
+	return cs.tm.rearmTimers(time.Duration(cs.limit), o.s.spec.Ping)
 }
 
-func (o *ownerTimers) closed(cs *conn[wheelConn]) {
-	if cs.tm.idle != nil {
-		cs.tm.idle.Cancel()
-	}
-	if cs.tm.ping != nil {
-		cs.tm.ping.Cancel()
-	}
-}
+func (o *ownerTimers) closed(cs *conn[wheelConn]) { cs.tm.cancelTimers() }
 
 // lazyTimers: the wheel driven by the loop as in ownerTimers, written the way
 // the heap variant is: one timeout per connection, and nothing done on
