@@ -44,8 +44,8 @@ type bucket struct {
 	minDue int64
 }
 
-// newWheel returns n empty buckets.
-func newWheel(n int) []bucket {
+// newBuckets returns n empty buckets.
+func newBuckets(n int) []bucket {
 	wheel := make([]bucket, n)
 	for i := range wheel {
 		wheel[i].minDue = math.MaxInt64

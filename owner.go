@@ -46,13 +46,13 @@ var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another
 // [Timer.Stop]. A task may call Stop: the call then hands out nothing more and
 // cancels what is pending before it returns.
 func (t *Timer) Advance(now time.Time) (int, error) {
-	if !t.owned {
-		if t.wheel == nil {
+	if !t.conf.owned {
+		if t.wheel.buckets == nil {
 			return 0, ErrNotCreated
 		}
 		return 0, ErrHasWorker
 	}
-	if !t.advancing.CompareAndSwap(false, true) {
+	if !t.own.advancing.CompareAndSwap(false, true) {
 		if t.isStopped() {
 			return 0, ErrTimerStopped
 		}
@@ -62,12 +62,12 @@ func (t *Timer) Advance(now time.Time) (int, error) {
 		t.releaseOwner()
 		return 0, ErrTimerStopped
 	}
-	target := max(int64(now.Sub(t.startTime)), t.lastNow)
-	t.lastNow = target
-	if target < t.nextDueAt && t.nothingToTakeIn() {
+	target := max(int64(now.Sub(t.life.startTime)), t.own.lastNow)
+	t.own.lastNow = target
+	if target < t.own.nextDueAt && t.nothingToTakeIn() {
 		// Nothing is due, and nothing to take in: the common case of an
 		// event loop's turn.
-		t.advancing.Store(false)
+		t.own.advancing.Store(false)
 		if t.isStopped() {
 			t.collectForStop() // a Stop that found advancing held left it to us
 		}
@@ -79,21 +79,21 @@ func (t *Timer) Advance(now time.Time) (int, error) {
 // advance is Advance once the caller holds advancing and the call has
 // something to do: it processes the ticks that end by target.
 func (t *Timer) advance(target int64) int {
-	before := t.counters.expired
+	before := t.wheel.counters.expired
 	walked := true
 	defer func() {
 		if !walked {
 			// A task called runtime.Goexit in the middle of a bucket's
 			// walk: mark the bucket due, so the next call walks the rest.
-			t.wheel[t.tick&t.mask].minDue = 0
+			t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue = 0
 		}
 		t.publishStats()
 		t.releaseOwner()
 	}()
-	endTick := target / t.tickDuration // ticks before it have ended
-	t.clockTick = endTick
+	endTick := target / t.conf.tickDuration // ticks before it have ended
+	t.wheel.clockTick = endTick
 	t.takeIn()
-	for t.tick < endTick && !t.isStopped() {
+	for t.wheel.tick < endTick && !t.isStopped() {
 		// Skip to the next tick with something due, as a sleeping worker
 		// does; the ticks skipped are not counted in Stats.
 		due, park := t.nextDueTick()
@@ -101,18 +101,18 @@ func (t *Timer) advance(target int64) int {
 			t.advanceTo(endTick)
 			break
 		}
-		if due > t.tick {
+		if due > t.wheel.tick {
 			t.advanceTo(min(due, endTick))
 			continue
 		}
 		walked = false
-		t.expireTimeouts(t.tick & t.mask)
+		t.expireTimeouts(t.wheel.tick & t.conf.mask)
 		walked = true
-		t.counters.ticks++
-		t.advanceTo(t.tick + 1)
+		t.wheel.counters.ticks++
+		t.advanceTo(t.wheel.tick + 1)
 	}
 	t.updateNextDueAt()
-	return int(t.counters.expired - before)
+	return int(t.wheel.counters.expired - before)
 }
 
 // NextDeadline reports when, at the latest, the owner of a Timer made
@@ -134,7 +134,7 @@ func (t *Timer) advance(target int64) int {
 //
 // See the example of [Timer.Advance].
 func (t *Timer) NextDeadline() (time.Time, bool) {
-	if !t.owned || !t.advancing.CompareAndSwap(false, true) {
+	if !t.conf.owned || !t.own.advancing.CompareAndSwap(false, true) {
 		return time.Time{}, false
 	}
 	if t.isStopped() {
@@ -145,15 +145,15 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 		t.takeIn()
 		t.updateNextDueAt()
 	}
-	at := t.nextDueAt
-	t.advancing.Store(false)
+	at := t.own.nextDueAt
+	t.own.advancing.Store(false)
 	if t.isStopped() {
 		t.collectForStop() // a Stop that found advancing held left it to us
 	}
 	if at == math.MaxInt64 && t.PendingTimeouts() == 0 {
 		return time.Time{}, false
 	}
-	return t.startTime.Add(time.Duration(at)), true
+	return t.life.startTime.Add(time.Duration(at)), true
 }
 
 // nothingToTakeIn reports whether no timeout was scheduled, returned from a
@@ -178,9 +178,9 @@ func (t *Timer) takeIn() {
 	for i := range t.shards {
 		t.shards[i].timeouts.takeAll()
 	}
-	t.transferBudget = math.MaxInt
+	t.wheel.transferBudget = math.MaxInt
 	t.transferTimeoutsToBuckets()
-	t.transferBudget = maxTransfersPerTick
+	t.wheel.transferBudget = maxTransfersPerTick
 }
 
 // updateNextDueAt sets nextDueAt from the wheel, looking only at the buckets
@@ -188,22 +188,22 @@ func (t *Timer) takeIn() {
 func (t *Timer) updateNextDueAt() {
 	due, park := t.nextDueTick()
 	if park {
-		t.nextDueAt = math.MaxInt64
+		t.own.nextDueAt = math.MaxInt64
 		return
 	}
-	t.nextDueAt = t.tickEnd(due)
+	t.own.nextDueAt = t.tickEnd(due)
 }
 
 // releaseOwner lets go of advancing. If the Timer was stopped meanwhile, by
 // a task or by another goroutine whose Stop found advancing held, it cancels
 // what is pending first.
 func (t *Timer) releaseOwner() {
-	if t.isStopped() && !t.collected {
-		t.collected = true
+	if t.isStopped() && !t.own.collected {
+		t.own.collected = true
 		t.collectUnprocessed()
 		t.publishStats()
 	}
-	t.advancing.Store(false)
+	t.own.advancing.Store(false)
 	if t.isStopped() {
 		t.collectForStop()
 	}
@@ -213,15 +213,15 @@ func (t *Timer) releaseOwner() {
 // nobody has, and returns them. It returns nil if another goroutine holds
 // advancing: that one collects them as it lets go.
 func (t *Timer) collectForStop() []*Timeout {
-	if !t.advancing.CompareAndSwap(false, true) {
+	if !t.own.advancing.CompareAndSwap(false, true) {
 		return nil
 	}
-	defer t.advancing.Store(false)
-	if t.collected {
+	defer t.own.advancing.Store(false)
+	if t.own.collected {
 		return nil
 	}
-	t.collected = true
+	t.own.collected = true
 	t.collectUnprocessed()
 	t.publishStats()
-	return t.unprocessed
+	return t.life.unprocessed
 }

@@ -72,7 +72,7 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 	p := &periodicTask{task: task, period: int64(period)}
 	to := &p.to
 	to.timer, to.task = t, p
-	if t.taskExecutor != nil {
+	if t.conf.taskExecutor != nil {
 		e := &periodicExec{}
 		e.run = func() {
 			if e.handedOut.CompareAndSwap(true, false) {

@@ -17,14 +17,14 @@ const (
 // returned, ranHere if a task ran here or went to the executor (which may
 // have taken time), or handedOff.
 func (t *Timer) handOut(to *Timeout) int64 {
-	if t.pool != nil && !isUrgent(to) {
-		t.pool.submit(to)
+	if t.conf.pool != nil && !isUrgent(to) {
+		t.conf.pool.submit(to)
 		return handedOff
 	}
 	// The run counts in Stats before its task starts: a task that blocks
 	// must not hide it, nor the runs handed out before it.
-	t.published.expired.Store(t.counters.expired)
-	if t.taskExecutor != nil && !isUrgent(to) {
+	t.published.expired.Store(t.wheel.counters.expired)
+	if t.conf.taskExecutor != nil && !isUrgent(to) {
 		t.execute(to)
 		return ranHere
 	}
@@ -75,7 +75,7 @@ func (t *Timer) execute(to *Timeout) {
 	p, periodic := to.task.(*periodicTask)
 	if !periodic {
 		defer t.recoverPanic(to, "task executor")
-		t.taskExecutor(func() { t.callTask(to) })
+		t.conf.taskExecutor(func() { t.callTask(to) })
 		return
 	}
 	p.exec.handedOut.Store(true)
@@ -88,7 +88,7 @@ func (t *Timer) execute(to *Timeout) {
 				"timeout", to, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	t.taskExecutor(p.exec.run)
+	t.conf.taskExecutor(p.exec.run)
 }
 
 func (t *Timer) recoverPanic(to *Timeout, what string) {
@@ -107,7 +107,7 @@ func (t *Timer) logError(msg string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s %v (and the logger panicked: %v)\n", msg, args, r)
 		}
 	}()
-	t.logger.Error(msg, args...)
+	t.conf.logger.Error(msg, args...)
 }
 
 // countCancelled counts a timeout that Cancel cancelled, now that the worker
@@ -118,7 +118,7 @@ func (t *Timer) countCancelled(to *Timeout) {
 	if to.state.Load()&stWithdrawn != 0 {
 		return
 	}
-	t.counters.cancelled++
+	t.wheel.counters.cancelled++
 	t.notifyCancelled(to)
 }
 

@@ -37,7 +37,7 @@ func (t *Timer) shardFor(to *Timeout) *shard {
 
 // pendingFor returns the counter that counts to among the pending timeouts.
 func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
-	if t.maxPendingTimeouts > 0 {
+	if t.conf.maxPendingTimeouts > 0 {
 		return t.shards[0].pending()
 	}
 	return t.shardFor(to).pending()
@@ -52,9 +52,9 @@ func (t *Timer) reservePending() error {
 	pending := t.shards[0].pending()
 	for {
 		n := pending.Load()
-		if n >= t.maxPendingTimeouts {
+		if n >= t.conf.maxPendingTimeouts {
 			return fmt.Errorf("%w: %d pending, limit %d",
-				ErrTooManyPendingTimeouts, n, t.maxPendingTimeouts)
+				ErrTooManyPendingTimeouts, n, t.conf.maxPendingTimeouts)
 		}
 		if pending.CompareAndSwap(n, n+1) {
 			return nil

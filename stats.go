@@ -28,7 +28,7 @@ type Stats struct {
 // [WithTaskExecutor] executor, so a task that blocks hides no run handed out
 // before it.
 func (t *Timer) Stats() Stats {
-	if t.wheel == nil {
+	if t.wheel.buckets == nil {
 		return Stats{}
 	}
 	p := &t.published
@@ -57,17 +57,17 @@ type publishedCounters struct {
 
 // countLateness records a run handed out late after its deadline.
 func (t *Timer) countLateness(late int64) {
-	if late > 2*t.tickDuration {
-		t.counters.late++
+	if late > 2*t.conf.tickDuration {
+		t.wheel.counters.late++
 	}
-	t.counters.maxLateness = max(t.counters.maxLateness, late)
+	t.wheel.counters.maxLateness = max(t.wheel.counters.maxLateness, late)
 }
 
 // publishStats makes the worker's counters visible to Stats. It runs after
 // each tick and before the worker blocks, so counters are at most a tick
 // behind.
 func (t *Timer) publishStats() {
-	c := &t.counters
+	c := &t.wheel.counters
 	t.published.expired.Store(c.expired)
 	t.published.cancelled.Store(c.cancelled)
 	t.published.ticks.Store(c.ticks)

@@ -27,39 +27,39 @@ package hashedwheel
 // After Stop, [Timer.NewTimeout], [Timer.AfterFunc] and [Timer.Start] return
 // [ErrTimerStopped] and [Timer.PendingTimeouts] returns 0.
 func (t *Timer) Stop() []*Timeout {
-	if t.wheel == nil {
+	if t.wheel.buckets == nil {
 		return nil // not made by NewTimer: nothing to stop
 	}
-	if t.owned {
+	if t.conf.owned {
 		return t.stopOwned()
 	}
 	id := goroutineID()
-	onWorker := id != 0 && (id == t.workerID.Load() || t.pool.runs(id))
+	onWorker := id != 0 && (id == t.life.workerID.Load() || t.conf.pool.runs(id))
 	for {
-		switch t.state.Load() {
+		switch t.life.state.Load() {
 		case stateInit:
-			if t.state.CompareAndSwap(stateInit, stateShutdown) {
+			if t.life.state.CompareAndSwap(stateInit, stateShutdown) {
 				// No worker will ever run, so nothing else closes done.
 				t.instance.release()
-				close(t.stopped)
-				close(t.done)
+				close(t.life.stopped)
+				close(t.life.done)
 				return nil
 			}
 		case stateStarted:
-			if t.state.CompareAndSwap(stateStarted, stateShutdown) {
+			if t.life.state.CompareAndSwap(stateStarted, stateShutdown) {
 				t.instance.release()
-				close(t.stopped)
+				close(t.life.stopped)
 				if onWorker {
 					return nil
 				}
-				<-t.done
-				return t.unprocessed
+				<-t.life.done
+				return t.life.unprocessed
 			}
 		default:
 			// Already stopped. Honour "the worker has exited when Stop
 			// returns" for this caller too.
 			if !onWorker {
-				<-t.done
+				<-t.life.done
 			}
 			return nil
 		}
@@ -68,13 +68,13 @@ func (t *Timer) Stop() []*Timeout {
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
-// t.unprocessed for Stop. It runs on the worker as it exits, before it waits
+// t.life.unprocessed for Stop. It runs on the worker as it exits, before it waits
 // for the pool. Timeouts that Cancel cancelled and that the worker has not
 // yet unlinked get their Cancelled call here.
 //
 // It can be resumed: a Cancelled call may call runtime.Goexit, and the
 // worker's next goroutine then runs it again. So each timeout leaves its
-// list before the call, and the result is kept in t.unprocessed.
+// list before the call, and the result is kept in t.life.unprocessed.
 func (t *Timer) collectUnprocessed() {
 	// A producer that pushes after these pops sees the stop and cancels its
 	// timeout itself (see scheduleTimeout).
@@ -82,29 +82,29 @@ func (t *Timer) collectUnprocessed() {
 		q := &t.shards[i].timeouts
 		for to := q.pop(); to != nil; to = q.pop() {
 			if to.state.Load()&stReturning != 0 {
-				t.running.remove(to)
+				t.wheel.running.remove(to)
 				to.state.And(^stReturning)
 			}
-			t.unprocessed = t.cancelForStop(to, t.unprocessed)
+			t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
 		}
-		t.counters.cancelled += uint64(q.takeDropped())
+		t.wheel.counters.cancelled += uint64(q.takeDropped())
 	}
-	for i := range t.wheel {
-		b := &t.wheel[i]
+	for i := range t.wheel.buckets {
+		b := &t.wheel.buckets[i]
 		for to := b.head; to != nil; to = b.head {
 			b.remove(to)
-			t.unprocessed = t.cancelForStop(to, t.unprocessed)
+			t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
 		}
 	}
-	t.occupied = occupancy{}
+	t.wheel.occupied = occupancy{}
 	// Periodic runs still out on the pool or with an executor: pending,
 	// so Stop returns them. Clearing stRunning tells the goroutine that runs
 	// one not to hand it back, and one still waiting in the pool's queue
 	// does not start, as it is cancelled.
-	for to := t.running.head; to != nil; to = t.running.head {
-		t.running.remove(to)
+	for to := t.wheel.running.head; to != nil; to = t.wheel.running.head {
+		t.wheel.running.remove(to)
 		to.state.And(^stRunning)
-		t.unprocessed = t.cancelForStop(to, t.unprocessed)
+		t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
 	}
 	for t.changes.pop() != nil {
 		// Every timeout in it was in a bucket, and has been dealt with
@@ -116,7 +116,7 @@ func (t *Timer) collectUnprocessed() {
 // unprocessed; if Cancel cancelled it first, it delivers its Cancelled call.
 func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
 	if to.markCancelled() {
-		t.counters.cancelled++
+		t.wheel.counters.cancelled++
 		if o, ok := to.task.(stopObserver); ok {
 			o.timerStopped(to)
 		}
@@ -139,11 +139,11 @@ type stopObserver interface {
 // If Advance or NextDeadline is in progress (a task calls Stop, say), that
 // call cancels them as it returns, and Stop returns nil.
 func (t *Timer) stopOwned() []*Timeout {
-	if !t.state.CompareAndSwap(stateStarted, stateShutdown) {
+	if !t.life.state.CompareAndSwap(stateStarted, stateShutdown) {
 		return nil // stopped already
 	}
 	t.instance.release()
-	close(t.stopped)
-	close(t.done)
+	close(t.life.stopped)
+	close(t.life.done)
 	return t.collectForStop()
 }

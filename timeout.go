@@ -182,7 +182,7 @@ func (to *Timeout) Deadline() time.Time {
 	if to.timer == nil {
 		return time.Time{}
 	}
-	return to.timer.startTime.Add(time.Duration(atomic.LoadInt64(&to.deadline)))
+	return to.timer.life.startTime.Add(time.Duration(atomic.LoadInt64(&to.deadline)))
 }
 
 // IsExpired reports whether the timeout came due and its task was handed to be
@@ -296,7 +296,7 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 	// checkTick before it reads the deadline again (see Timer.place):
 	// either it sees the new deadline, or this sees its checkTick.
 	early := deadline < old && t.beforeCheck(to, old, deadline)
-	if t.owned && t.advancing.Load() {
+	if t.conf.owned && t.own.advancing.Load() {
 		// During Advance (from one of its tasks, say): what is re-armed
 		// now runs at the next call, so the owner takes it in then.
 		early = true
@@ -334,11 +334,11 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 // from the worker. At worst, with a check tick 2^32 ticks or more before
 // old's, Reset tells the worker without need.
 func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
-	oldTick := old / t.tickDuration
+	oldTick := old / t.conf.tickDuration
 	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())
 	// deadline/tickDuration < check, without a second division; check is
 	// at most oldTick, so the product does not overflow.
-	return check > 0 && deadline < check*t.tickDuration
+	return check > 0 && deadline < check*t.conf.tickDuration
 }
 
 // markCancelled moves the timeout from pending to cancelled for Stop and

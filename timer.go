@@ -25,115 +25,107 @@ const (
 // [Timer.WithTimeout] and [Timer.Advance].
 type Timer struct {
 	// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every,
-	// Cancel, Reset); one worker goroutine, started by Start or the first
-	// NewTimeout, owns the wheel and hands out the tasks (or, WithoutWorker,
-	// the goroutine that holds advancing). Producers never touch the
-	// wheel: they hand timeouts to the worker through lock-free queues: new
-	// timeouts (and periodic ones back from a run) through the queues of
-	// the shards, timeouts in a bucket that were cancelled or reset earlier
-	// through one more.
+	// Cancel, Reset); one goroutine turns the wheel and hands out the tasks:
+	// the worker, started by Start or the first NewTimeout, or, on a Timer
+	// made WithoutWorker, whichever goroutine holds own.advancing. Producers
+	// never touch the wheel: they hand timeouts over through lock-free
+	// queues, new timeouts (and periodic ones back from a run) through the
+	// shards' queues, timeouts in a bucket that were cancelled or reset
+	// earlier through changes. The fields are grouped by who writes them.
 
-	// Configuration, immutable after NewTimer.
+	// conf is the configuration: immutable after NewTimer.
+	conf settings
+
+	// life is the Timer's start and stop, shared through atomics and
+	// channels.
+	life lifecycle
+
+	// wake is how producers wake the worker, shared through atomics and a
+	// channel.
+	wake wakeSignals
+
+	// wheel is the wheel and the state of the goroutine that turns it: no
+	// other goroutine reads or writes it.
+	wheel wheel
+
+	// own is the token that the goroutine turning an owned Timer's wheel
+	// holds, and that goroutine's own state.
+	own ownerState
+
+	// published is what Stats reads: the worker's counters, copied with
+	// atomic stores.
+	published publishedCounters
+
+	// shards hold the new timeouts until the worker moves them into buckets,
+	// and count the pending ones. Any goroutine pushes; the worker pops.
+	shards [shardCount]shard
+
+	// changes holds timeouts in buckets that the worker has to look at
+	// again: cancelled ones to unlink, and ones Reset to a deadline before
+	// their check tick to move. A timeout is in it at most once (stQueued).
+	// Any goroutine pushes; the worker pops.
+	changes mpscQueue
+
+	// instance counts the timer among the live ones until Stop.
+	instance *instance
+}
+
+// settings is a Timer's configuration, set by NewTimer and immutable after:
+// any goroutine reads it.
+type settings struct {
 	tickDuration       int64 // nanoseconds, at least minTickDuration
-	mask               int64 // len(wheel) - 1
+	mask               int64 // len(wheel.buckets) - 1
 	maxPendingTimeouts int64 // <= 0: unlimited
 	taskExecutor       func(task func())
 	logger             *slog.Logger
 	pool               *taskPool // nil unless WithTaskWorkers
 
 	// owned is set for a Timer made WithoutWorker: its owner drives it with
-	// Advance, and no worker goroutine runs. Immutable.
+	// Advance, and no worker goroutine runs.
 	owned bool
 
 	// createdOnFakeClock records whether NewTimer ran inside a
 	// testing/synctest bubble, whose clock has no monotonic reading.
-	// Immutable.
 	createdOnFakeClock bool
+}
 
-	// wheel is the array of buckets, a power of two long. Worker only.
-	wheel []bucket
-
-	// occupied is the set of non-empty buckets. Worker only.
-	occupied occupancy
-
-	// running lists the periodic timeouts whose run has been handed out and
-	// has not come back yet, so that Stop can return them. Worker only.
-	running bucket
-
-	// counters are the worker's statistics, copied to published before it
-	// blocks. Worker only.
-	counters counters
-
-	// published is what Stats reads. Written by the worker; atomic.
-	published publishedCounters
-
-	// scanned counts the buckets nextDueTick looked at, for tests. Worker
-	// only.
-	scanned uint64
-
-	// tick counts the ticks since startTime: the worker is processing, or
-	// waiting to process, tick number tick, which covers the deadlines in
-	// [tick*tickDuration, (tick+1)*tickDuration). Worker only.
-	tick int64
-
-	// clockTick is the tick the clock was in when the worker started its
-	// tick (or, for an owned Timer, the tick of the now given to Advance):
-	// ticks before it have ended. It runs ahead of tick while the worker
-	// catches up; timeouts due by it are then placed at their deadline's
-	// tick, not looked at early (see checkTickOf). Worker only.
-	clockTick int64
-
-	// transferBudget is how many more new timeouts the worker may take from
-	// the queue before tick ends: maxTransfersPerTick at the start of each
-	// tick. Worker only.
-	transferBudget int
-
-	// drainInterval is how long, in nanoseconds, the worker waits between
-	// early drains of the queues (see drainBatch). Worker only.
-	drainInterval int64
-
-	// nextShard is the shard whose queue the worker drains first next time.
-	// Worker only.
-	nextShard int
-
-	// advancing is held by the goroutine that plays the worker of an owned
-	// Timer: Advance, NextDeadline, or a Stop that collects the pending
-	// timeouts. Taken by CompareAndSwap; whoever holds it may touch every
-	// field marked "worker only". It orders each holder's writes before the
-	// next holder's reads.
-	advancing atomic.Bool
-
-	// lastNow is the latest time, in nanoseconds since startTime, that an
-	// owner gave Advance. Worker only.
-	lastNow int64
-
-	// nextDueAt is when, at the earliest, something in the wheel may come
-	// due, in nanoseconds since startTime: the end of the first tick whose
-	// bucket may hold a due timeout, or math.MaxInt64 if none may. A lower
-	// bound, exact after each Advance that processed ticks. Owned Timers
-	// only; worker only.
-	nextDueAt int64
-
-	// collected records that the pending timeouts of an owned Timer that
-	// was stopped have been cancelled. Worker only.
-	collected bool
-
-	// startMu serialises Start with itself.
-	startMu sync.Mutex
+// lifecycle is a Timer's start and stop. Any goroutine reads it.
+type lifecycle struct {
+	// mu serialises Start with itself.
+	mu sync.Mutex
 
 	// startTime is the zero of every deadline. It is written once, under
-	// startMu, before state becomes stateStarted; it is read only by
-	// goroutines that have seen stateStarted, or that hold a Timeout.
+	// mu, before state becomes stateStarted (by NewTimer for an owned
+	// Timer); it is read only by goroutines that have seen stateStarted,
+	// or that hold a Timeout.
 	startTime time.Time
 
-	// state is stateInit, stateStarted or stateShutdown. Any goroutine;
-	// changed only by CompareAndSwap.
+	// state is stateInit, stateStarted or stateShutdown; changed only by
+	// CompareAndSwap.
 	state atomic.Int32
 
 	// workerID is the worker goroutine's ID, so that Stop can tell it is
-	// called from a task on the worker. Written by the worker as it starts.
+	// called from a task on the worker. Written by the worker as it starts;
+	// atomic.
 	workerID atomic.Uint64
 
+	// stopped is closed by the Stop that moves state to stateShutdown.
+	stopped chan struct{}
+
+	// done is closed by the worker when it exits, after it has written
+	// unprocessed, or by a Stop that finds the worker never started.
+	done chan struct{}
+
+	// unprocessed holds the timeouts cancelled by the stop. Written by the
+	// worker (or the owner) before done is closed, or under own.advancing;
+	// read by Stop after.
+	unprocessed []*Timeout
+}
+
+// wakeSignals is how producers wake the worker: when it sleeps past the next
+// tick, and when it is late to take new timeouts. Written by the worker and
+// by producers, with atomics; the channel's sends never block.
+type wakeSignals struct {
 	// sleeping is set by the worker while it sleeps longer than one tick, or
 	// parks with an empty wheel. A producer that pushes to a queue and sees it
 	// set wakes the worker. The worker sets it before it checks the queues
@@ -157,32 +149,79 @@ type Timer struct {
 	// covers longer sleeps.
 	kicked atomic.Bool
 
-	// wake carries a wake-up to a sleeping worker. Buffer of one; sends never
-	// block.
-	wake chan struct{}
+	// ch carries a wake-up to a sleeping worker. Buffer of one.
+	ch chan struct{}
+}
 
-	// stopped is closed by the Stop that moves state to stateShutdown.
-	stopped chan struct{}
+// wheel is the wheel of buckets and what the goroutine that turns it keeps:
+// the worker, or the goroutine that holds an owned Timer's own.advancing
+// (taking the token orders each holder's writes before the next holder's
+// reads). No other goroutine reads or writes it.
+type wheel struct {
+	// buckets is the array of buckets, a power of two long.
+	buckets []bucket
 
-	// done is closed by the worker when it exits, after it has written
-	// unprocessed, or by a Stop that finds the worker never started.
-	done chan struct{}
+	// occupied is the set of non-empty buckets.
+	occupied occupancy
 
-	// unprocessed holds the timeouts the worker cancelled on its way out.
-	// Written by the worker before done is closed; read by Stop after.
-	unprocessed []*Timeout
+	// running lists the periodic timeouts whose run has been handed out and
+	// has not come back yet, so that Stop can return them.
+	running bucket
 
-	// shards hold the new timeouts until the worker moves them into buckets,
-	// and count the pending ones.
-	shards [shardCount]shard
+	// counters are the statistics, copied to Timer.published before the
+	// worker blocks.
+	counters counters
 
-	// changes holds timeouts in buckets that the worker has to look at
-	// again: cancelled ones to unlink, and ones Reset to an earlier
-	// deadline to move. A timeout is in it at most once (stQueued).
-	changes mpscQueue
+	// scanned counts the buckets nextDueTick looked at, for tests.
+	scanned uint64
 
-	// instance counts the timer among the live ones until Stop.
-	instance *instance
+	// tick counts the ticks since startTime: the worker is processing, or
+	// waiting to process, tick number tick, which covers the deadlines in
+	// [tick*tickDuration, (tick+1)*tickDuration).
+	tick int64
+
+	// clockTick is the tick the clock was in when the worker started its
+	// tick (or, for an owned Timer, the tick of the now given to Advance):
+	// ticks before it have ended. It runs ahead of tick while the worker
+	// catches up; timeouts due by it are then placed at their deadline's
+	// tick, not looked at early (see checkTickOf).
+	clockTick int64
+
+	// transferBudget is how many more new timeouts the worker may take from
+	// the queue before tick ends: maxTransfersPerTick at the start of each
+	// tick.
+	transferBudget int
+
+	// drainInterval is how long, in nanoseconds, the worker waits between
+	// early drains of the queues (see drainBatch).
+	drainInterval int64
+
+	// nextShard is the shard whose queue the worker drains first next time.
+	nextShard int
+}
+
+// ownerState is what an owned Timer (made WithoutWorker) keeps for its
+// owner: the token and the owner's reading of time.
+type ownerState struct {
+	// advancing is held by the goroutine that plays the worker of an owned
+	// Timer: Advance, NextDeadline, or a Stop that collects the pending
+	// timeouts. Taken by CompareAndSwap; whoever holds it may touch the
+	// fields below and Timer.wheel.
+	advancing atomic.Bool
+
+	// lastNow is the latest time, in nanoseconds since startTime, that an
+	// owner gave Advance.
+	lastNow int64
+
+	// nextDueAt is when, at the earliest, something in the wheel may come
+	// due, in nanoseconds since startTime: the end of the first tick whose
+	// bucket may hold a due timeout, or math.MaxInt64 if none may. A lower
+	// bound, exact after each Advance that processed ticks.
+	nextDueAt int64
+
+	// collected records that the pending timeouts of an owned Timer that
+	// was stopped have been cancelled.
+	collected bool
 }
 
 // NewTimer returns a Timer with the given options. The worker goroutine
@@ -214,37 +253,43 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	}
 	now := time.Now()
 	t := &Timer{
-		tickDuration:       int64(c.tickDuration),
-		mask:               int64(c.ticksPerWheel - 1),
-		maxPendingTimeouts: c.maxPendingTimeouts,
-		taskExecutor:       c.taskExecutor,
-		logger:             c.logger,
-		createdOnFakeClock: isFakeClock(now),
-		wheel:              newWheel(c.ticksPerWheel),
-		occupied:           newOccupancy(c.ticksPerWheel),
-		transferBudget:     maxTransfersPerTick,
-		drainInterval:      int64(c.tickDuration),
-		wake:               make(chan struct{}, 1),
-		stopped:            make(chan struct{}),
-		done:               make(chan struct{}),
-		instance:           newInstance(c.logger),
+		conf: settings{
+			tickDuration:       int64(c.tickDuration),
+			mask:               int64(c.ticksPerWheel - 1),
+			maxPendingTimeouts: c.maxPendingTimeouts,
+			taskExecutor:       c.taskExecutor,
+			logger:             c.logger,
+			createdOnFakeClock: isFakeClock(now),
+		},
+		life: lifecycle{
+			stopped: make(chan struct{}),
+			done:    make(chan struct{}),
+		},
+		wake: wakeSignals{ch: make(chan struct{}, 1)},
+		wheel: wheel{
+			buckets:        newBuckets(c.ticksPerWheel),
+			occupied:       newOccupancy(c.ticksPerWheel),
+			transferBudget: maxTransfersPerTick,
+			drainInterval:  int64(c.tickDuration),
+		},
+		instance: newInstance(c.logger),
 	}
 	if c.taskWorkers > 0 {
-		t.pool = newTaskPool(t, c.taskWorkers)
+		t.conf.pool = newTaskPool(t, c.taskWorkers)
 	}
 	for i := range t.shards {
 		t.shards[i].timeouts.dropsCancelled = true
 	}
 	if c.withoutWorker {
 		// Its owner's clock starts now; nobody is ever kicked.
-		t.owned = true
-		t.startTime = now
-		t.nextDueAt = math.MaxInt64
-		t.kickAt.Store(math.MaxInt64)
-		t.state.Store(stateStarted)
+		t.conf.owned = true
+		t.life.startTime = now
+		t.own.nextDueAt = math.MaxInt64
+		t.wake.kickAt.Store(math.MaxInt64)
+		t.life.state.Store(stateStarted)
 	} else {
 		// The worker takes new timeouts as soon as it starts.
-		t.kickAt.Store(t.tickDuration)
+		t.wake.kickAt.Store(t.conf.tickDuration)
 	}
 	// A timer dropped without Stop stops counting as live once collected. A
 	// started timer is never collected: its worker refers to it.
@@ -256,13 +301,13 @@ func NewTimer(opts ...Option) (*Timer, error) {
 // under 1ms.
 //
 // See the example of [NewTimer].
-func (t *Timer) TickDuration() time.Duration { return time.Duration(t.tickDuration) }
+func (t *Timer) TickDuration() time.Duration { return time.Duration(t.conf.tickDuration) }
 
 // TicksPerWheel returns the number of buckets in the wheel, after rounding up
 // to a power of two.
 //
 // See the example of [NewTimer].
-func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
+func (t *Timer) TicksPerWheel() int { return len(t.wheel.buckets) }
 
 // Start starts the worker goroutine (and the [WithTaskWorkers] pool), if it is
 // not running yet. Calling it is optional: [Timer.NewTimeout] and
@@ -276,31 +321,31 @@ func (t *Timer) TicksPerWheel() int { return len(t.wheel) }
 // The examples leave starting to the first call that schedules; see the
 // example of [NewTimer].
 func (t *Timer) Start() error {
-	if t.wheel == nil {
+	if t.wheel.buckets == nil {
 		return ErrNotCreated
 	}
-	switch t.state.Load() {
+	switch t.life.state.Load() {
 	case stateStarted:
 		return nil
 	case stateShutdown:
 		return ErrTimerStopped
 	}
-	t.startMu.Lock()
-	defer t.startMu.Unlock()
-	if t.state.Load() == stateInit {
+	t.life.mu.Lock()
+	defer t.life.mu.Unlock()
+	if t.life.state.Load() == stateInit {
 		now := time.Now()
-		if isFakeClock(now) != t.createdOnFakeClock {
+		if isFakeClock(now) != t.conf.createdOnFakeClock {
 			return ErrClockMismatch
 		}
-		t.startTime = now
-		if t.state.CompareAndSwap(stateInit, stateStarted) {
-			if t.pool != nil {
-				t.pool.start()
+		t.life.startTime = now
+		if t.life.state.CompareAndSwap(stateInit, stateStarted) {
+			if t.conf.pool != nil {
+				t.conf.pool.start()
 			}
 			go t.run()
 		}
 	}
-	if t.state.Load() == stateShutdown {
+	if t.life.state.Load() == stateShutdown {
 		return ErrTimerStopped
 	}
 	return nil
@@ -363,7 +408,7 @@ func isNilTask(task TimerTask) bool {
 // scheduleTimeout schedules to, whose timer and task are set, after delay.
 // The caller allocates to, possibly inside a larger object.
 func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
-	if t.state.Load() != stateStarted {
+	if t.life.state.Load() != stateStarted {
 		if err := t.Start(); err != nil {
 			return err
 		}
@@ -373,7 +418,7 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 		return ErrClockMismatch
 	}
 	sh := t.shardFor(to)
-	if t.maxPendingTimeouts <= 0 {
+	if t.conf.maxPendingTimeouts <= 0 {
 		sh.pending().Add(1)
 	} else if err := t.reservePending(); err != nil {
 		return err
@@ -383,7 +428,7 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
 	sh.timeouts.push(to)
 	// The checks that decide whether to wake the worker are inline: at a
 	// million calls a second, most find nothing to do.
-	if !t.wakeWorker() && now >= t.kickAt.Load() {
+	if !t.wakeWorker() && now >= t.wake.kickAt.Load() {
 		t.kickWorker()
 	}
 	// A Stop that ran since the check above may have drained the queue
@@ -420,14 +465,14 @@ func isFakeClock(now time.Time) bool { return now == now.Round(0) }
 // read inside a bubble sees the bubble's clock, which starts in 2000; one of
 // a bubble read outside it sees a reading with a monotonic clock.
 func (t *Timer) elapsed() int64 {
-	if !t.createdOnFakeClock {
-		return int64(time.Since(t.startTime))
+	if !t.conf.createdOnFakeClock {
+		return int64(time.Since(t.life.startTime))
 	}
 	now := time.Now()
 	if !isFakeClock(now) {
 		return -1
 	}
-	return int64(now.Sub(t.startTime))
+	return int64(now.Sub(t.life.startTime))
 }
 
 // PendingTimeouts returns the number of timeouts scheduled that have neither
@@ -435,7 +480,7 @@ func (t *Timer) elapsed() int64 {
 //
 // See the example of [Timeout.Cancel].
 func (t *Timer) PendingTimeouts() int64 {
-	if t.wheel == nil || t.isStopped() {
+	if t.wheel.buckets == nil || t.isStopped() {
 		return 0
 	}
 	var n int64
@@ -445,4 +490,4 @@ func (t *Timer) PendingTimeouts() int64 {
 	return n
 }
 
-func (t *Timer) isStopped() bool { return t.state.Load() == stateShutdown }
+func (t *Timer) isStopped() bool { return t.life.state.Load() == stateShutdown }

@@ -14,23 +14,23 @@ const maxTransfersPerTick = 100_000
 // link puts to into bucket idx of the wheel, from being when it needs the
 // worker (see bucket.minDue), and marks the bucket occupied.
 func (t *Timer) link(to *Timeout, idx, from int64) {
-	b := &t.wheel[idx]
+	b := &t.wheel.buckets[idx]
 	if b.head == nil {
-		t.occupied.add(int(idx))
+		t.wheel.occupied.add(int(idx))
 	}
 	b.add(to, from)
 }
 
 // bucketOf returns the index of the bucket a linked timeout is in.
-func (t *Timer) bucketOf(to *Timeout) int64 { return int64(to.checkTick.Load()) & t.mask }
+func (t *Timer) bucketOf(to *Timeout) int64 { return int64(to.checkTick.Load()) & t.conf.mask }
 
 // unlink takes to out of its bucket.
 func (t *Timer) unlink(to *Timeout) {
 	idx := t.bucketOf(to)
-	b := &t.wheel[idx]
+	b := &t.wheel.buckets[idx]
 	b.remove(to)
 	if b.head == nil {
-		t.occupied.remove(int(idx))
+		t.wheel.occupied.remove(int(idx))
 	}
 }
 
@@ -61,10 +61,10 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 	check := t.checkTickOf(to, deadline, linked)
 	// The bucket must be visited at the check tick: from its start, or
 	// from the deadline if that is earlier (it is due there, or passed).
-	from := min(deadline, check*t.tickDuration)
-	idx := check & t.mask
-	if t.owned {
-		t.nextDueAt = min(t.nextDueAt, t.tickEnd(check))
+	from := min(deadline, check*t.conf.tickDuration)
+	idx := check & t.conf.mask
+	if t.conf.owned {
+		t.own.nextDueAt = min(t.own.nextDueAt, t.tickEnd(check))
 	}
 	if linked && t.bucketOf(to) != idx {
 		t.unlink(to)
@@ -75,7 +75,7 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 		to.checkTick.Store(uint32(check))
 	}
 	if linked {
-		b := &t.wheel[idx]
+		b := &t.wheel.buckets[idx]
 		b.minDue = min(b.minDue, from)
 		if !moved {
 			return true // nothing a Reset relies on has changed
@@ -96,14 +96,14 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 // back from them may be earlier than the one set, more than 2^32 ticks
 // ahead; the worker then looks at the timeout early, which is harmless.
 func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
-	due := deadline / t.tickDuration
-	ahead := due - max(t.tick, t.clockTick)
-	if ahead <= int64(len(t.wheel)) {
-		return max(due, t.tick)
+	due := deadline / t.conf.tickDuration
+	ahead := due - max(t.wheel.tick, t.wheel.clockTick)
+	if ahead <= int64(len(t.wheel.buckets)) {
+		return max(due, t.wheel.tick)
 	}
 	if linked {
-		check := t.tick + int64(to.checkTick.Load()-uint32(t.tick))
-		if check > t.tick && check <= due {
+		check := t.wheel.tick + int64(to.checkTick.Load()-uint32(t.wheel.tick))
+		if check > t.wheel.tick && check <= due {
 			return check
 		}
 	}
@@ -157,12 +157,12 @@ func (t *Timer) processChanges() {
 // tick.
 func (t *Timer) transferTimeoutsToBuckets() int {
 	taken := 0
-	t.nextShard = (t.nextShard + 1) % shardCount
+	t.wheel.nextShard = (t.wheel.nextShard + 1) % shardCount
 	for i := range shardCount {
-		q := &t.shards[(t.nextShard+i)%shardCount].timeouts
-		for t.transferBudget > 0 {
+		q := &t.shards[(t.wheel.nextShard+i)%shardCount].timeouts
+		for t.wheel.transferBudget > 0 {
 			var to *Timeout
-			if t.owned {
+			if t.conf.owned {
 				to = q.popTaken() // only what takeAll took as Advance began
 			} else {
 				to = q.pop()
@@ -170,17 +170,17 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 			if to == nil {
 				break
 			}
-			t.transferBudget--
+			t.wheel.transferBudget--
 			taken++
 			t.transfer(to)
 		}
 		if d := q.takeDropped(); d > 0 {
-			t.counters.cancelled += uint64(d)
-			t.transferBudget = max(t.transferBudget-d, 0)
+			t.wheel.counters.cancelled += uint64(d)
+			t.wheel.transferBudget = max(t.wheel.transferBudget-d, 0)
 			taken += d
 		}
 	}
-	if t.owned {
+	if t.conf.owned {
 		return taken // no worker to kick
 	}
 	// While timeouts arrive fast, producers kick a worker that has not
@@ -188,12 +188,12 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 	// they leave it to the worker's own early drains, or to the next tick's
 	// transfer, at most a tick from now.
 	kickAt := t.elapsed() + int64(kickAfter)
-	if taken < kickBatch || t.transferBudget == 0 {
-		kickAt += t.tickDuration
+	if taken < kickBatch || t.wheel.transferBudget == 0 {
+		kickAt += t.conf.tickDuration
 	}
-	t.kickAt.Store(kickAt)
-	if t.kicked.Load() {
-		t.kicked.Store(false)
+	t.wake.kickAt.Store(kickAt)
+	if t.wake.kicked.Load() {
+		t.wake.kicked.Store(false)
 	}
 	return taken
 }
@@ -231,7 +231,7 @@ func (t *Timer) transfer(to *Timeout) {
 			t.countCancelled(to)
 			return
 		}
-		// Netty's remainingRounds would be (deadline/tick - t.tick) /
+		// Netty's remainingRounds would be (deadline/tick - t.wheel.tick) /
 		// len(wheel): the visits to the bucket before the one at which it
 		// is due.
 		if to.state.CompareAndSwap(s, s|stLinked) {
@@ -252,7 +252,7 @@ func (t *Timer) placeNew(to *Timeout) {
 // for its next run, which the goroutine that ran it has set, or drops it if
 // it was cancelled meanwhile.
 func (t *Timer) rearm(to *Timeout) {
-	t.running.remove(to)
+	t.wheel.running.remove(to)
 	for {
 		s := to.state.Load()
 		if s&phaseMask != stInit {
@@ -271,7 +271,7 @@ func (t *Timer) rearm(to *Timeout) {
 	}
 }
 
-// expireTimeouts visits bucket idx at the end of tick t.tick: it hands out
+// expireTimeouts visits bucket idx at the end of tick t.wheel.tick: it hands out
 // the tasks of the timeouts whose deadline is before the end of the tick,
 // and places the others again, where their next check tick says (it keeps
 // those looked at in a later turn where they are). It hands out no task
@@ -281,8 +281,8 @@ func (t *Timer) rearm(to *Timeout) {
 // Cancelled timeouts are left linked: the worker unlinks them from the
 // changes queue at the start of the next tick.
 func (t *Timer) expireTimeouts(idx int64) {
-	end := t.tickEnd(t.tick)
-	b := &t.wheel[idx]
+	end := t.tickEnd(t.wheel.tick)
+	b := &t.wheel.buckets[idx]
 	b.minDue = math.MaxInt64
 	// now is the time of the hand-outs: read every 64 hand-outs for the
 	// statistics, and before a periodic hand-out if a task ran here since
@@ -295,7 +295,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 		switch {
 		case s&phaseMask != stInit:
 			// Cancelled: unlinked by processChanges.
-		case due && s&stQueued != 0 && (isPeriodic(to) || t.owned):
+		case due && s&stQueued != 0 && (isPeriodic(to) || t.conf.owned):
 			// In the changes queue, or about to be pushed there, since
 			// processChanges ran. A periodic run would push it onto a shard
 			// queue while its next field links the changes queue; on an
@@ -393,10 +393,10 @@ func (t *Timer) expire(to *Timeout, s int32, now int64, periodic bool) bool {
 		// period behind.
 		period := to.task.(*periodicTask).period
 		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), period, now))
-		t.running.add(to, 0)
+		t.wheel.running.add(to, 0)
 	} else {
 		t.pendingFor(to).Add(-1)
 	}
-	t.counters.expired++
+	t.wheel.counters.expired++
 	return true
 }

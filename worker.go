@@ -23,39 +23,39 @@ func (t *Timer) run() {
 			// budget.
 			// The walk of the tick's bucket was cut short, and had not
 			// rebuilt its minDue: mark the bucket due.
-			t.wheel[t.tick&t.mask].minDue = 0
+			t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue = 0
 			t.logError("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
 				"the worker goes on in a new goroutine")
 			go t.run()
 			return
 		}
-		close(t.done)
+		close(t.life.done)
 	}()
-	t.workerID.Store(goroutineID())
+	t.life.workerID.Store(goroutineID())
 	// The sleep timer is made here, by the worker, so that in a synctest
 	// bubble it runs on the bubble's clock.
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
 	for t.waitForNextTick(sleep) {
-		t.clockTick = t.elapsed() / t.tickDuration
+		t.wheel.clockTick = t.elapsed() / t.conf.tickDuration
 		t.processChanges()
 		t.transferTimeoutsToBuckets()
 		if t.catchUp() {
 			continue
 		}
-		t.expireTimeouts(t.tick & t.mask)
-		t.counters.ticks++
+		t.expireTimeouts(t.wheel.tick & t.conf.mask)
+		t.wheel.counters.ticks++
 		t.publishStats()
-		t.advanceTo(t.tick + 1)
+		t.advanceTo(t.wheel.tick + 1)
 	}
 	// Cancel what is pending first, so that deadline contexts fall back to
 	// the runtime's timers at once rather than when the pool is done.
 	t.collectUnprocessed()
-	if t.pool != nil {
+	if t.conf.pool != nil {
 		// Tasks already handed to the pool are expired: they run before
 		// Stop returns. Periodic runs handed to it were cancelled above,
 		// and do not start.
-		t.pool.close()
+		t.conf.pool.close()
 	}
 	t.publishStats()
 	exited = true
@@ -70,15 +70,15 @@ func (t *Timer) run() {
 // timeouts wait beyond the transfer budget, as they may be due in the ticks
 // it would skip.
 func (t *Timer) catchUp() bool {
-	clockTick := t.clockTick // read at the start of the tick
-	if clockTick <= t.tick+1 || !t.newTimeoutsEmpty() || !t.changes.isEmpty() {
+	clockTick := t.wheel.clockTick // read at the start of the tick
+	if clockTick <= t.wheel.tick+1 || !t.newTimeoutsEmpty() || !t.changes.isEmpty() {
 		return false
 	}
 	target := clockTick // the tick the clock is in, which has not ended
 	if due, park := t.nextDueTick(); !park {
 		target = min(target, due)
 	}
-	if target <= t.tick {
+	if target <= t.wheel.tick {
 		return false
 	}
 	t.advanceTo(target)
@@ -88,19 +88,19 @@ func (t *Timer) catchUp() bool {
 // advanceTo moves the worker to tick, which starts with a fresh transfer
 // budget.
 func (t *Timer) advanceTo(tick int64) {
-	if tick != t.tick {
-		t.tick = tick
-		t.transferBudget = maxTransfersPerTick
+	if tick != t.wheel.tick {
+		t.wheel.tick = tick
+		t.wheel.transferBudget = maxTransfersPerTick
 	}
 }
 
 // tickEnd returns the end of tick, in nanoseconds since the timer started:
 // math.MaxInt64 for a tick that would end past it, which never ends.
 func (t *Timer) tickEnd(tick int64) int64 {
-	if tick >= math.MaxInt64/t.tickDuration {
+	if tick >= math.MaxInt64/t.conf.tickDuration {
 		return math.MaxInt64
 	}
-	return (tick + 1) * t.tickDuration
+	return (tick + 1) * t.conf.tickDuration
 }
 
 // Early draining. A timeout cancelled while still queued stays reachable,
@@ -122,12 +122,12 @@ const (
 func (t *Timer) drain() {
 	n := t.transferTimeoutsToBuckets()
 	if n > 0 {
-		interval := t.drainInterval / int64(n) * drainBatch
-		t.drainInterval = min(max(interval, int64(minDrainInterval)), t.tickDuration)
+		interval := t.wheel.drainInterval / int64(n) * drainBatch
+		t.wheel.drainInterval = min(max(interval, int64(minDrainInterval)), t.conf.tickDuration)
 	}
 }
 
-// waitForNextTick waits until tick t.tick has ended. It returns false when
+// waitForNextTick waits until tick t.wheel.tick has ended. It returns false when
 // the timer is stopped.
 //
 // Netty's worker wakes every tick. This one sleeps longer when it can prove
@@ -143,24 +143,24 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 			return false
 		}
 		now := t.elapsed()
-		if now >= t.tickEnd(t.tick) {
+		if now >= t.tickEnd(t.wheel.tick) {
 			return true
 		}
-		arriving := !t.newTimeoutsEmpty() && t.transferBudget > 0
+		arriving := !t.newTimeoutsEmpty() && t.wheel.transferBudget > 0
 		if arriving {
 			t.drain()
 		}
 		// While timeouts arrive, keep draining them; sleep longer only once
 		// they stop.
-		target, park := t.tick, false
-		if !arriving && t.wheel[t.tick&t.mask].minDue >= t.tickEnd(t.tick) {
-			t.sleeping.Store(true)
+		target, park := t.wheel.tick, false
+		if !arriving && t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue >= t.tickEnd(t.wheel.tick) {
+			t.wake.sleeping.Store(true)
 			newEmpty := t.newTimeoutsEmpty()
-			if !newEmpty && t.transferBudget > 0 {
+			if !newEmpty && t.wheel.transferBudget > 0 {
 				// A timeout arrived since arriving was computed, and its
 				// producer may have found sleeping still false and not
 				// woken us: drain it now, not at the end of the tick.
-				t.sleeping.Store(false)
+				t.wake.sleeping.Store(false)
 				continue
 			}
 			// Out of budget with timeouts queued: the next tick takes them.
@@ -169,67 +169,67 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 				// A tick that never ends holds nothing that comes due.
 				park = park || t.tickEnd(target) == math.MaxInt64
 			}
-			if target == t.tick && !park {
-				t.sleeping.Store(false)
+			if target == t.wheel.tick && !park {
+				t.wake.sleeping.Store(false)
 			}
 		}
 		t.publishStats()
 		if park {
 			select {
-			case <-t.wake:
-			case <-t.stopped:
+			case <-t.wake.ch:
+			case <-t.life.stopped:
 			}
 		} else {
 			wakeAt := t.tickEnd(target)
 			if arriving {
-				wakeAt = min(wakeAt, now+t.drainInterval)
+				wakeAt = min(wakeAt, now+t.wheel.drainInterval)
 			}
 			sleep.Reset(time.Duration(wakeAt - now))
 			select {
 			case <-sleep.C:
-			case <-t.wake:
+			case <-t.wake.ch:
 				sleep.Stop()
-			case <-t.stopped:
+			case <-t.life.stopped:
 				sleep.Stop()
 			}
 		}
-		t.counters.wakeups++
-		if park || target > t.tick {
-			t.sleeping.Store(false)
+		t.wheel.counters.wakeups++
+		if park || target > t.wheel.tick {
+			t.wake.sleeping.Store(false)
 			// Nothing was due in the ticks slept through, and nothing was
 			// transferred meanwhile, so the worker may stand at any tick up
 			// to the clock's, but not beyond the one it meant to wake for.
-			clockTick := t.elapsed() / t.tickDuration
+			clockTick := t.elapsed() / t.conf.tickDuration
 			if !park {
 				clockTick = min(clockTick, target)
 			}
-			t.advanceTo(max(t.tick, clockTick))
+			t.advanceTo(max(t.wheel.tick, clockTick))
 		}
 	}
 }
 
-// nextDueTick returns the first tick, from t.tick on, at which a bucket may
+// nextDueTick returns the first tick, from t.wheel.tick on, at which a bucket may
 // have a timeout due, or park true if the wheel is empty. It looks only at
 // non-empty buckets, in tick order, and stops at the first one due at its
 // next visit, or once the next visits are later than the earliest due tick
 // found, so its cost does not grow with the wheel.
 func (t *Timer) nextDueTick() (due int64, park bool) {
 	due, park = math.MaxInt64, true
-	cur := int(t.tick & t.mask)
+	cur := int(t.wheel.tick & t.conf.mask)
 	// Buckets cur..len-1 are visited at offsets 0.., then 0..cur-1.
 	for _, span := range [2]struct{ from, to, offset int }{
-		{cur, len(t.wheel), -cur},
-		{0, cur, len(t.wheel) - cur},
+		{cur, len(t.wheel.buckets), -cur},
+		{0, cur, len(t.wheel.buckets) - cur},
 	} {
-		for i := t.occupied.next(span.from); i >= 0 && i < span.to; i = t.occupied.next(i + 1) {
-			visit := t.tick + int64(i+span.offset)
+		for i := t.wheel.occupied.next(span.from); i >= 0 && i < span.to; i = t.wheel.occupied.next(i + 1) {
+			visit := t.wheel.tick + int64(i+span.offset)
 			if visit >= due {
 				return due, park
 			}
-			t.scanned++
+			t.wheel.scanned++
 			// The bucket's timeouts that are not due at this visit need
 			// the worker at their check tick, which minDue bounds.
-			bucketDue := max(t.wheel[i].minDue/t.tickDuration, visit)
+			bucketDue := max(t.wheel.buckets[i].minDue/t.conf.tickDuration, visit)
 			if bucketDue == visit {
 				return visit, false
 			}
@@ -252,9 +252,9 @@ func (t *Timer) newTimeoutsEmpty() bool {
 // wakeWorker wakes the worker if it is sleeping past the next tick, after a
 // push that may give it work sooner. It reports whether it woke it.
 func (t *Timer) wakeWorker() bool {
-	if t.sleeping.Load() && t.sleeping.CompareAndSwap(true, false) {
+	if t.wake.sleeping.Load() && t.wake.sleeping.CompareAndSwap(true, false) {
 		select {
-		case t.wake <- struct{}{}:
+		case t.wake.ch <- struct{}{}:
 		default:
 		}
 		return true
@@ -282,11 +282,11 @@ const (
 // kick, which costs it a few hundred nanoseconds per kick, at most one per
 // kickAfter.
 func (t *Timer) kickWorker() {
-	if t.kicked.Load() || !t.kicked.CompareAndSwap(false, true) {
+	if t.wake.kicked.Load() || !t.wake.kicked.CompareAndSwap(false, true) {
 		return
 	}
 	select {
-	case t.wake <- struct{}{}:
+	case t.wake.ch <- struct{}{}:
 	default:
 	}
 	if runtime.GOMAXPROCS(0) == 1 {

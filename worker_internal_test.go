@@ -19,8 +19,8 @@ import (
 // linked counts the timeouts in the wheel's buckets.
 func linked(t *Timer) int {
 	n := 0
-	for i := range t.wheel {
-		for to := t.wheel[i].head; to != nil; to = to.bucketNext {
+	for i := range t.wheel.buckets {
+		for to := t.wheel.buckets[i].head; to != nil; to = to.bucketNext {
 			n++
 		}
 	}
@@ -60,8 +60,8 @@ func TestIdleWorkerParksAndSleepsUntilSomethingIsDue(t *testing.T) {
 		require.NoError(t, tm.Start())
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		assert.True(t, tm.sleeping.Load(), "an idle worker must park")
-		assert.Zero(t, tm.tick, "a parked worker must not count ticks")
+		assert.True(t, tm.wake.sleeping.Load(), "an idle worker must park")
+		assert.Zero(t, tm.wheel.tick, "a parked worker must not count ticks")
 
 		// One timeout 10s away lands in bucket (36000+100)&7 = 4 with 12
 		// rounds. The worker skips the visits at which it is not due and
@@ -72,8 +72,8 @@ func TestIdleWorkerParksAndSleepsUntilSomethingIsDue(t *testing.T) {
 		synctest.Wait()
 		// Woken at 1h, the worker took tick 36000 from the clock, moved the
 		// timeout into its bucket, and sleeps until tick 36100 ends.
-		assert.Equal(t, int64(36001), tm.tick)
-		assert.True(t, tm.sleeping.Load())
+		assert.Equal(t, int64(36001), tm.wheel.tick)
+		assert.True(t, tm.wake.sleeping.Load())
 		// Stop at once, before the clock can move: the worker's next step
 		// then follows Stop, which orders it after the reads above.
 		assert.Equal(t, []*Timeout{to}, tm.Stop())
@@ -93,8 +93,8 @@ func TestWorkerSleepsThroughVisitsWithNothingDue(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		assert.Equal(t, int64(1), tm.tick, "the worker woke for ticks with nothing due")
-		assert.True(t, tm.sleeping.Load())
+		assert.Equal(t, int64(1), tm.wheel.tick, "the worker woke for ticks with nothing due")
+		assert.True(t, tm.wake.sleeping.Load())
 		assert.Equal(t, 16, linked(tm))
 		assert.Len(t, tm.Stop(), 16)
 	})
@@ -112,7 +112,7 @@ func TestSparseWheelGoesToSleepWithoutWalkingIt(t *testing.T) {
 		_, err = tm.AfterFunc(time.Hour, func() {})
 		require.NoError(t, err)
 		synctest.Wait()
-		before := tm.scanned
+		before := tm.wheel.scanned
 		const rounds = 500
 		for i := range rounds {
 			to, err := tm.AfterFunc(time.Duration(i+1)*time.Second, func() {})
@@ -122,7 +122,7 @@ func TestSparseWheelGoesToSleepWithoutWalkingIt(t *testing.T) {
 			synctest.Wait()
 		}
 		// Two sleeps a round, each looking at the one or two buckets in use.
-		assert.LessOrEqual(t, tm.scanned-before, uint64(rounds*2*2))
+		assert.LessOrEqual(t, tm.wheel.scanned-before, uint64(rounds*2*2))
 		assert.Equal(t, int64(1), tm.PendingTimeouts())
 	})
 }
@@ -258,11 +258,11 @@ func BenchmarkTransferCancelled(b *testing.B) {
 		for _, to := range timeouts[:min(len(timeouts), b.N-i)] {
 			tm.shardFor(to).timeouts.push(to)
 		}
-		tm.transferBudget = maxTransfersPerTick
+		tm.wheel.transferBudget = maxTransfersPerTick
 		start := time.Now()
 		tm.transferTimeoutsToBuckets()
 		worker += time.Since(start)
 	}
 	b.ReportMetric(float64(worker)/float64(b.N), "worker-ns/op")
-	require.Equal(b, uint64(b.N), tm.counters.cancelled)
+	require.Equal(b, uint64(b.N), tm.wheel.counters.cancelled)
 }
