@@ -150,14 +150,8 @@ func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 	// stRunning still keeps Reset out.
 	next := skipBehind(nextPeriod(atomic.LoadInt64(&to.deadline), p.period), p.period, now)
 	atomic.StoreInt64(&to.deadline, next)
-	for {
-		s := to.state.Load()
-		if s&stRunning == 0 {
-			return now // collectUnprocessed took it off the list of runs
-		}
-		if to.state.CompareAndSwap(s, s&^stRunning|stReturning) {
-			break
-		}
+	if !to.markReturning() {
+		return now // collectUnprocessed took it off the list of runs
 	}
 	t.shardFor(to).timeouts.push(to)
 	t.wakeWorker()

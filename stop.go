@@ -81,9 +81,8 @@ func (t *Timer) collectUnprocessed() {
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
 		for to := q.pop(); to != nil; to = q.pop() {
-			if to.state.Load()&stReturning != 0 {
+			if to.clearReturning() {
 				t.wheel.running.remove(to)
-				to.state.And(^stReturning)
 			}
 			t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
 		}
@@ -103,7 +102,7 @@ func (t *Timer) collectUnprocessed() {
 	// does not start, as it is cancelled.
 	for to := t.wheel.running.head; to != nil; to = t.wheel.running.head {
 		t.wheel.running.remove(to)
-		to.state.And(^stRunning)
+		to.recallRun()
 		t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
 	}
 	for t.changes.pop() != nil {

@@ -8,6 +8,89 @@ import (
 	"time"
 )
 
+// The state word. A Timeout's life is its state word: a phase, which moves
+// once, and flags, which come and go. Every change to it is made by one of
+// the functions named in the table below, all at the end of this file, by
+// CompareAndSwap (or an atomic And of flags only their owner clears), so
+// that exactly one of Cancel, expiry and Stop wins and no Reset is lost.
+//
+// The phase moves once, from stInit (pending) to stCancelled or to
+// stExpired. A periodic timeout stays stInit until it is cancelled.
+//
+// The flags:
+//   - stLinked: the timeout is in a bucket of the wheel, so a Cancel (or a
+//     Reset to a deadline before its check tick) must tell the worker through
+//     the changes queue.
+//   - stQueued: the timeout is in the changes queue, or is about to be
+//     pushed there by the Cancel or Reset that set the flag. Only that call
+//     pushes it, so the timeout is in the queue at most once.
+//   - stBusy: a Reset is writing the deadline, or the worker is deciding
+//     whether a timeout that was reset is due. Whoever finds it set waits
+//     for the other; a Cancel goes ahead and leaves it for its owner to
+//     clear.
+//   - stReset: a Reset has set the deadline at least once. Until then only
+//     the worker writes the deadline, so it expires the timeout with one
+//     CompareAndSwap of the state it read with the deadline; after, it takes
+//     stBusy first, so that no Reset can write between its read of the
+//     deadline and the expiry. (A generation count in the state word would
+//     do the same with one CompareAndSwap, but could come round again.)
+//   - stRunning: a periodic run has been handed out and has not returned.
+//     Reset returns false meanwhile, and the goroutine that runs it (or the
+//     worker) alone writes the deadline.
+//   - stReturning: a periodic run has returned, and the timeout waits in a
+//     queue of new timeouts for the worker to take it off its list of runs
+//     and link it for the next run. It is pending and idle: Reset moves it.
+//   - stWithdrawn: set with stCancelled by a NewTimeout that lost a race
+//     with Stop and took its timeout back (see scheduleTimeout). Its caller
+//     got an error, never the timeout, so the worker neither counts it as
+//     cancelled nor calls Cancelled.
+//
+// The transitions, one row each. "worker" is the goroutine that turns the
+// wheel: the worker goroutine, or the holder of an owned Timer's
+// own.advancing. From: the phase and the flags that must be set (+) or clear
+// (!). To: the new phase, if it changes, and the flags set (+) or cleared
+// (-); a flag in parentheses is set only on the condition below the table.
+// Flags not named are kept. state_internal_test.go walks the table.
+//
+//	from                      to                          by                       function
+//	pending                   cancelled (+queued)         Cancel, any goroutine    cancel
+//	pending                   cancelled +withdrawn        NewTimeout losing Stop   cancel
+//	pending                   cancelled                   worker, stopping         markCancelled
+//	pending !busy !running    +busy +reset                Reset                    beginReset
+//	+busy                     -busy (+queued)             Reset                    endReset
+//	+queued                   -queued                     worker, changes queue    takeChange
+//	pending                   +linked                     worker, new timeout      markLinked
+//	pending +returning        -returning +linked          worker, run returned     endReturn
+//	cancelled +returning      -returning                  worker, run returned     endReturn
+//	+returning                -returning                  worker, stopping         clearReturning
+//	pending +reset            +busy                       worker, due              claim
+//	+busy                     -busy                       worker, not due          release
+//	pending                   expired -busy               worker, due one-shot     markExpired
+//	pending +linked           -linked -busy +running      worker, due periodic     markExpired
+//	pending +running          -running +returning         goroutine that ran it    markReturning
+//	+running                  -running                    worker, stopping         recallRun
+//
+// (+queued): cancel sets stQueued when the timeout is linked and not queued
+// yet; endReset when, besides, the timeout is still pending and the new
+// deadline is before its check tick (or an owned Timer's Advance is in
+// progress). The caller then pushes the timeout onto the changes queue. A
+// cancelled timeout that is still out on a run (stRunning, stReturning) is
+// taken back by the worker, which counts it as cancelled then.
+const (
+	stInit      int32 = 0
+	stCancelled int32 = 1
+	stExpired   int32 = 2
+	phaseMask   int32 = 3
+
+	stLinked    int32 = 1 << 2
+	stQueued    int32 = 1 << 3
+	stBusy      int32 = 1 << 4
+	stReset     int32 = 1 << 5
+	stRunning   int32 = 1 << 6
+	stReturning int32 = 1 << 7
+	stWithdrawn int32 = 1 << 8
+)
+
 // TimerTask is a task that a Timer runs once its Timeout is due.
 //
 // See the examples of [Timer.NewTimeout] and [CancelledTask].
@@ -49,58 +132,6 @@ func (f TimerFunc) Run(timeout *Timeout) { f(timeout) }
 type funcTask func()
 
 func (f funcTask) Run(*Timeout) { f() }
-
-// Timeout states. A timeout's state word holds its phase and flags, and
-// changes only by CompareAndSwap (or an atomic And of the worker's own
-// flags), so that exactly one of Cancel, expiry and Stop wins and a Reset is
-// never lost.
-//
-// The phase moves once, from stInit (pending) to stCancelled or to
-// stExpired. A periodic timeout stays stInit until it is cancelled.
-//
-// The flags:
-//   - stLinked: the timeout is in a bucket of the wheel, so a Cancel (or a
-//     Reset to a deadline before its checkTick) must tell the worker through
-//     the changes queue. Set by the worker when it links the timeout;
-//     cleared when it hands out a periodic run.
-//   - stQueued: the timeout is in the changes queue, or is about to be
-//     pushed there by the Cancel or Reset that set the flag. Only that call
-//     pushes it, so the timeout is in the queue at most once. The worker
-//     clears it when it pops the timeout.
-//   - stBusy: a Reset is writing the deadline, or the worker is deciding
-//     whether a timeout that was reset is due. Whoever finds it set waits
-//     for the other; a Cancel goes ahead and leaves it for its owner to
-//     clear.
-//   - stReset: a Reset has set the deadline at least once. Until then only
-//     the worker writes the deadline, so it expires the timeout with one
-//     CompareAndSwap of the state it read with the deadline; after, it takes
-//     stBusy first, so that no Reset can write between its read of the
-//     deadline and the expiry. (A generation count in the state word would
-//     do the same with one CompareAndSwap, but could come round again.)
-//   - stRunning: a periodic run has been handed out and has not returned.
-//     Reset returns false meanwhile, and the goroutine that runs it (or the
-//     worker) alone writes the deadline.
-//   - stReturning: a periodic run has returned, and the timeout waits in a
-//     queue of new timeouts for the worker to take it off its list of runs
-//     and link it for the next run. It is pending and idle: Reset moves it.
-//   - stWithdrawn: set with stCancelled by a NewTimeout that lost a race
-//     with Stop and took its timeout back (see scheduleTimeout). Its caller
-//     got an error, never the timeout, so the worker neither counts it as
-//     cancelled nor calls Cancelled.
-const (
-	stInit      int32 = 0
-	stCancelled int32 = 1
-	stExpired   int32 = 2
-	phaseMask   int32 = 3
-
-	stLinked    int32 = 1 << 2
-	stQueued    int32 = 1 << 3
-	stBusy      int32 = 1 << 4
-	stReset     int32 = 1 << 5
-	stRunning   int32 = 1 << 6
-	stReturning int32 = 1 << 7
-	stWithdrawn int32 = 1 << 8
-)
 
 // Timeout is the handle of a task scheduled on a [Timer]. Its methods are safe
 // for concurrent use. A one-shot Timeout is one 64-byte allocation, and holds
@@ -211,36 +242,6 @@ func (to *Timeout) IsCancelled() bool { return to.state.Load()&phaseMask == stCa
 // calls Cancelled if the task is a [CancelledTask].
 func (to *Timeout) Cancel() bool { return to.cancel(0) }
 
-// cancel is Cancel, setting flags (0 or stWithdrawn) with stCancelled.
-func (to *Timeout) cancel(flags int32) bool {
-	t := to.timer
-	if t == nil {
-		return false
-	}
-	for {
-		s := to.state.Load()
-		if s&phaseMask != stInit {
-			return false
-		}
-		// A timeout still in the new-timeouts queue, or out on a periodic
-		// run, comes back to the worker by itself. One in a bucket must be
-		// pointed out, unless it is in the changes queue already.
-		push := s&stLinked != 0 && s&stQueued == 0
-		ns := s | stCancelled | flags
-		if push {
-			ns |= stQueued
-		}
-		if to.state.CompareAndSwap(s, ns) {
-			t.pendingFor(to).Add(-1)
-			if push {
-				t.changes.push(to)
-				t.wakeWorker()
-			}
-			return true
-		}
-	}
-}
-
 // Reset moves a pending timeout's deadline to delay from now and reports
 // true; the task then runs once at the new deadline (never before it, at
 // about one tick after it at most) and not at the old one. As with
@@ -274,20 +275,8 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 	if now < 0 {
 		return false // wrong clock: see ErrClockMismatch
 	}
-	// Take stBusy, so that the worker cannot expire the timeout on the old
-	// deadline once the new one is written.
-	for {
-		s := to.state.Load()
-		if s&phaseMask != stInit || s&stRunning != 0 {
-			return false
-		}
-		if s&stBusy != 0 {
-			runtime.Gosched() // another Reset, or the worker, holds it
-			continue
-		}
-		if to.state.CompareAndSwap(s, s|stBusy|stReset) {
-			break
-		}
+	if !to.beginReset() {
+		return false
 	}
 	old := atomic.LoadInt64(&to.deadline)
 	deadline := addDelay(now, delay)
@@ -301,22 +290,11 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 		// now runs at the next call, so the owner takes it in then.
 		early = true
 	}
-	for {
-		s := to.state.Load()
-		// A Cancel may have come meanwhile; it leaves stBusy for us.
-		push := early && s&phaseMask == stInit && s&stLinked != 0 && s&stQueued == 0
-		ns := s &^ stBusy
-		if push {
-			ns |= stQueued
-		}
-		if to.state.CompareAndSwap(s, ns) {
-			if push {
-				t.changes.push(to)
-				t.wakeWorker()
-			}
-			return true
-		}
+	if to.endReset(early) {
+		t.changes.push(to)
+		t.wakeWorker()
 	}
+	return true
 }
 
 // beforeCheck reports whether deadline, which replaces old on a timeout in a
@@ -339,21 +317,6 @@ func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
 	// deadline/tickDuration < check, without a second division; check is
 	// at most oldTick, so the product does not overflow.
 	return check > 0 && deadline < check*t.conf.tickDuration
-}
-
-// markCancelled moves the timeout from pending to cancelled for Stop and
-// counts it out of the timer's pending timeouts. It reports whether it did.
-func (to *Timeout) markCancelled() bool {
-	for {
-		s := to.state.Load()
-		if s&phaseMask != stInit {
-			return false
-		}
-		if to.state.CompareAndSwap(s, s|stCancelled) {
-			to.timer.pendingFor(to).Add(-1)
-			return true
-		}
-	}
 }
 
 // String describes the timeout: how far its deadline is, whether it was
@@ -379,4 +342,181 @@ func (to *Timeout) String() string {
 	}
 	fmt.Fprintf(&b, ", task: %v)", to.Task())
 	return b.String()
+}
+
+// The transitions of the state word, one function each; see the table at the
+// top of this file.
+
+// cancel is Cancel, setting flags (0 or stWithdrawn) with stCancelled.
+func (to *Timeout) cancel(flags int32) bool {
+	t := to.timer
+	if t == nil {
+		return false
+	}
+	for {
+		s := to.state.Load()
+		if s&phaseMask != stInit {
+			return false
+		}
+		// A timeout still in the new-timeouts queue, or out on a periodic
+		// run, comes back to the worker by itself. One in a bucket must be
+		// pointed out, unless it is in the changes queue already.
+		push := s&stLinked != 0 && s&stQueued == 0
+		ns := s | stCancelled | flags
+		if push {
+			ns |= stQueued
+		}
+		if to.state.CompareAndSwap(s, ns) {
+			t.pendingFor(to).Add(-1)
+			if push {
+				t.changes.push(to)
+				t.wakeWorker()
+			}
+			return true
+		}
+	}
+}
+
+// markCancelled moves the timeout from pending to cancelled for Stop and
+// counts it out of the timer's pending timeouts. It reports whether it did.
+func (to *Timeout) markCancelled() bool {
+	for {
+		s := to.state.Load()
+		if s&phaseMask != stInit {
+			return false
+		}
+		if to.state.CompareAndSwap(s, s|stCancelled) {
+			to.timer.pendingFor(to).Add(-1)
+			return true
+		}
+	}
+}
+
+// beginReset takes stBusy, and sets stReset, for a Reset of a pending timeout
+// that is not out on a periodic run, so that the worker cannot expire it on
+// the old deadline once the new one is written. It waits while another Reset,
+// or the worker, holds stBusy. It reports false, having changed nothing, if
+// the timeout is not pending or is out on a run.
+func (to *Timeout) beginReset() bool {
+	for {
+		s := to.state.Load()
+		if s&phaseMask != stInit || s&stRunning != 0 {
+			return false
+		}
+		if s&stBusy != 0 {
+			runtime.Gosched() // another Reset, or the worker, holds it
+			continue
+		}
+		if to.state.CompareAndSwap(s, s|stBusy|stReset) {
+			return true
+		}
+	}
+}
+
+// endReset clears the stBusy that beginReset took. If early (the new deadline
+// needs the worker before it would look at the timeout) and the timeout is
+// still pending, linked and not queued yet, it also sets stQueued and
+// reports true: the caller then pushes the timeout onto the changes queue. A
+// Cancel may have come meanwhile; it leaves stBusy for Reset to clear.
+func (to *Timeout) endReset(early bool) (push bool) {
+	for {
+		s := to.state.Load()
+		push = early && s&phaseMask == stInit && s&stLinked != 0 && s&stQueued == 0
+		ns := s &^ stBusy
+		if push {
+			ns |= stQueued
+		}
+		if to.state.CompareAndSwap(s, ns) {
+			return push
+		}
+	}
+}
+
+// takeChange clears stQueued as the worker pops the timeout from the changes
+// queue, and returns the state after: a change made later is pushed again
+// rather than lost.
+func (to *Timeout) takeChange() int32 {
+	return to.state.And(^stQueued) &^ stQueued
+}
+
+// markLinked sets stLinked on a timeout that the worker took from a queue of
+// new timeouts and is about to place, if its state is still s. It reports
+// whether it did.
+func (to *Timeout) markLinked(s int32) bool {
+	return to.state.CompareAndSwap(s, s|stLinked)
+}
+
+// endReturn takes back a periodic timeout whose run has returned
+// (stReturning): it clears stReturning and, if the timeout is still pending,
+// sets stLinked and reports linked. Otherwise s is the state it found, with
+// the phase Cancel gave it.
+func (to *Timeout) endReturn() (s int32, linked bool) {
+	for {
+		s = to.state.Load()
+		if s&phaseMask != stInit {
+			to.state.And(^stReturning)
+			return s, false
+		}
+		if to.state.CompareAndSwap(s, s&^stReturning|stLinked) {
+			return s, true
+		}
+	}
+}
+
+// clearReturning clears stReturning as a stopping worker takes the timeout
+// from a queue of new timeouts, and reports whether it was set: a periodic
+// run had returned.
+func (to *Timeout) clearReturning() bool {
+	return to.state.And(^stReturning)&stReturning != 0
+}
+
+// claim takes stBusy on a pending, reset timeout that the worker found due,
+// if its state is still s, so that no Reset moves the deadline before the
+// worker hands it out or releases it. It reports whether it did.
+func (to *Timeout) claim(s int32) bool {
+	return to.state.CompareAndSwap(s, s|stBusy)
+}
+
+// release clears the stBusy that claim took, if s says it did.
+func (to *Timeout) release(s int32) {
+	if s&stBusy != 0 {
+		to.state.And(^stBusy)
+	}
+}
+
+// markExpired moves a due timeout whose state is still s from pending to
+// expired or, if it is periodic, out on a run (stRunning, no longer linked),
+// clearing the stBusy that claim may have taken. It reports false, having
+// released that stBusy, if the state changed since s was read.
+func (to *Timeout) markExpired(s int32, periodic bool) bool {
+	ns := s&^stBusy | stExpired
+	if periodic {
+		ns = s&^(stBusy|stLinked) | stRunning
+	}
+	if !to.state.CompareAndSwap(s, ns) {
+		to.release(s)
+		return false
+	}
+	return true
+}
+
+// markReturning moves a periodic timeout whose run has returned from stRunning
+// to stReturning, before it goes back to the worker. It reports false if a
+// stopping worker has taken it off its list of runs (see recallRun).
+func (to *Timeout) markReturning() bool {
+	for {
+		s := to.state.Load()
+		if s&stRunning == 0 {
+			return false
+		}
+		if to.state.CompareAndSwap(s, s&^stRunning|stReturning) {
+			return true
+		}
+	}
+}
+
+// recallRun clears stRunning as a stopping worker takes a periodic timeout off
+// its list of runs, which tells the goroutine running it not to hand it back.
+func (to *Timeout) recallRun() {
+	to.state.And(^stRunning)
 }

@@ -120,10 +120,7 @@ func (t *Timer) processChanges() {
 		if to == nil {
 			return
 		}
-		// Clear stQueued before reading the state, so that a change made
-		// after this read is pushed again rather than lost.
-		s := to.state.And(^stQueued) &^ stQueued
-		switch s & phaseMask {
+		switch to.takeChange() & phaseMask {
 		case stCancelled:
 			// Cancel pushes only a linked timeout, and nothing else
 			// unlinks a cancelled one.
@@ -234,7 +231,7 @@ func (t *Timer) transfer(to *Timeout) {
 		// Netty's remainingRounds would be (deadline/tick - t.wheel.tick) /
 		// len(wheel): the visits to the bucket before the one at which it
 		// is due.
-		if to.state.CompareAndSwap(s, s|stLinked) {
+		if to.markLinked(s) {
 			t.placeNew(to)
 			return
 		}
@@ -253,21 +250,14 @@ func (t *Timer) placeNew(to *Timeout) {
 // it was cancelled meanwhile.
 func (t *Timer) rearm(to *Timeout) {
 	t.wheel.running.remove(to)
-	for {
-		s := to.state.Load()
-		if s&phaseMask != stInit {
-			// Cancel cancelled it during its run or since (Stop cancels
-			// only in collectUnprocessed, which does not come here).
-			to.state.And(^stReturning)
-			if s&phaseMask == stCancelled {
-				t.countCancelled(to)
-			}
-			return
-		}
-		if to.state.CompareAndSwap(s, s&^stReturning|stLinked) {
-			t.placeNew(to)
-			return
-		}
+	s, linked := to.endReturn()
+	switch {
+	case linked:
+		t.placeNew(to)
+	case s&phaseMask == stCancelled:
+		// Cancel cancelled it during its run or since (Stop cancels only in
+		// collectUnprocessed, which does not come here).
+		t.countCancelled(to)
 	}
 }
 
@@ -302,16 +292,16 @@ func (t *Timer) expireTimeouts(idx int64) {
 			// owned Timer it was reset during this Advance, and runs at the
 			// next. processChanges brings it back to the current bucket
 			// first.
-			t.release(to, s)
+			to.release(s)
 			b.minDue = min(b.minDue, deadline)
 		case !due:
-			t.release(to, s)
+			to.release(s)
 			if !t.place(to, true) {
 				continue // reset meanwhile: look at it again
 			}
 		default:
 			if t.isStopped() {
-				t.release(to, s)
+				to.release(s)
 				return // the rest is for Stop
 			}
 			periodic := isPeriodic(to)
@@ -352,22 +342,15 @@ func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due b
 		if !due || s&stReset == 0 {
 			return s, deadline, due
 		}
-		if to.state.CompareAndSwap(s, s|stBusy) {
+		if to.claim(s) {
 			s |= stBusy
 			deadline = atomic.LoadInt64(&to.deadline)
 			if deadline < end {
 				return s, deadline, true
 			}
-			t.release(to, s)
+			to.release(s)
 			return s &^ stBusy, deadline, false
 		}
-	}
-}
-
-// release clears the stBusy that claimDue took, if s says it did.
-func (t *Timer) release(to *Timeout, s int32) {
-	if s&stBusy != 0 {
-		to.state.And(^stBusy)
 	}
 }
 
@@ -376,12 +359,7 @@ func (t *Timer) release(to *Timeout, s int32) {
 // released what claimDue took, if the state changed since s was read. now
 // is about the time of the hand-out; periodic tells whether to is periodic.
 func (t *Timer) expire(to *Timeout, s int32, now int64, periodic bool) bool {
-	ns := s&^stBusy | stExpired
-	if periodic {
-		ns = s&^(stBusy|stLinked) | stRunning
-	}
-	if !to.state.CompareAndSwap(s, ns) {
-		t.release(to, s)
+	if !to.markExpired(s, periodic) {
 		return false
 	}
 	t.unlink(to)

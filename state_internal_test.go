@@ -1,0 +1,249 @@
+package hashedwheel
+
+import (
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// stateRow is one row of the transition table at the top of timeout.go.
+type stateRow struct{ from, to, by, function string }
+
+func (r stateRow) String() string { return r.function + ": " + r.from + " → " + r.to }
+
+// readStateTable returns the rows of the transition table in timeout.go.
+func readStateTable(t *testing.T) []stateRow {
+	t.Helper()
+	src, err := os.ReadFile("timeout.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []stateRow
+	inTable := false
+	columns := regexp.MustCompile(`\s{2,}`)
+	for line := range strings.Lines(string(src)) {
+		line = strings.TrimRight(line, "\n")
+		cells, ok := strings.CutPrefix(line, "//\t")
+		switch {
+		case ok && strings.HasPrefix(cells, "from "):
+			inTable = true
+		case inTable && ok:
+			c := columns.Split(strings.TrimSpace(cells), -1)
+			if len(c) != 4 {
+				t.Fatalf("timeout.go: a table row has %d columns, want 4: %q", len(c), cells)
+			}
+			rows = append(rows, stateRow{c[0], c[1], c[2], c[3]})
+		case inTable:
+			return rows
+		}
+	}
+	t.Fatal("timeout.go: no transition table (a line `//\tfrom ...`)")
+	return nil
+}
+
+// stateWords maps the table's words to the state word's phases and flags.
+var stateWords = map[string]int32{
+	"pending": stInit, "cancelled": stCancelled, "expired": stExpired,
+	"linked": stLinked, "queued": stQueued, "busy": stBusy, "reset": stReset,
+	"running": stRunning, "returning": stReturning, "withdrawn": stWithdrawn,
+}
+
+// stateChange is a cell of the table, read.
+type stateChange struct {
+	phase    int32 // -1 if the cell names none
+	set      int32 // +flag
+	clear    int32 // -flag, or !flag in the from column
+	optional int32 // (+flag): set only on the row's condition
+}
+
+func parseStateCell(t *testing.T, cell string) stateChange {
+	t.Helper()
+	c := stateChange{phase: -1}
+	for _, word := range strings.Fields(cell) {
+		optional := strings.HasPrefix(word, "(") && strings.HasSuffix(word, ")")
+		word = strings.Trim(word, "()")
+		sign := word[0]
+		if sign == '+' || sign == '-' || sign == '!' {
+			word = word[1:]
+		} else {
+			sign = 0
+		}
+		v, ok := stateWords[word]
+		if !ok {
+			t.Fatalf("timeout.go: unknown word %q in the transition table", word)
+		}
+		switch {
+		case sign == 0 && v&phaseMask == v && !optional:
+			c.phase = v
+		case optional && sign == '+':
+			c.optional |= v
+		case sign == '+':
+			c.set |= v
+		case sign == '-' || sign == '!':
+			c.clear |= v
+		default:
+			t.Fatalf("timeout.go: %q in the transition table", word)
+		}
+	}
+	return c
+}
+
+// transition drives one function of the table on a timeout whose state is s.
+// cond is whether the row's condition for its optional flags holds.
+type transition func(to *Timeout, s int32, cond bool)
+
+// transitions holds how to make each row happen, keyed by the row's function
+// or, for a function with two rows, by its function and to column.
+var transitions = map[string]struct {
+	extra int32 // flags set besides the from column's, when cond holds
+	call  transition
+}{
+	"cancel → cancelled (+queued)":   {stLinked, func(to *Timeout, _ int32, _ bool) { to.cancel(0) }},
+	"cancel → cancelled +withdrawn":  {0, func(to *Timeout, _ int32, _ bool) { to.cancel(stWithdrawn) }},
+	"markCancelled":                  {0, func(to *Timeout, _ int32, _ bool) { to.markCancelled() }},
+	"beginReset":                     {0, func(to *Timeout, _ int32, _ bool) { to.beginReset() }},
+	"endReset":                       {stLinked, func(to *Timeout, _ int32, cond bool) { to.endReset(cond) }},
+	"takeChange":                     {0, func(to *Timeout, _ int32, _ bool) { to.takeChange() }},
+	"markLinked":                     {0, func(to *Timeout, s int32, _ bool) { to.markLinked(s) }},
+	"endReturn → -returning +linked": {0, func(to *Timeout, _ int32, _ bool) { to.endReturn() }},
+	"endReturn → -returning":         {0, func(to *Timeout, _ int32, _ bool) { to.endReturn() }},
+	"clearReturning":                 {0, func(to *Timeout, _ int32, _ bool) { to.clearReturning() }},
+	"claim":                          {0, func(to *Timeout, s int32, _ bool) { to.claim(s) }},
+	"release":                        {0, func(to *Timeout, s int32, _ bool) { to.release(s) }},
+	"markExpired → expired -busy":    {0, func(to *Timeout, s int32, _ bool) { to.markExpired(s, false) }},
+	"markExpired → -linked -busy +running": {0, func(to *Timeout, s int32, _ bool) {
+		to.markExpired(s, true)
+	}},
+	"markReturning": {0, func(to *Timeout, _ int32, _ bool) { to.markReturning() }},
+	"recallRun":     {0, func(to *Timeout, _ int32, _ bool) { to.recallRun() }},
+}
+
+// TestStateTransitionsFollowTheTable walks the transition table at the top of
+// timeout.go: for each row, it puts a timeout in the row's from state, calls
+// the row's function, and checks the state it leaves is the row's to state,
+// with the optional flags set exactly when the row's condition holds. Every
+// row has a way to drive it here, and every way here has a row.
+func TestStateTransitionsFollowTheTable(t *testing.T) {
+	tm, err := NewTimer(WithoutWorker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Stop()
+	rows := readStateTable(t)
+	used := map[string]bool{}
+	for _, row := range rows {
+		from, to := parseStateCell(t, row.from), parseStateCell(t, row.to)
+		key := row.function
+		if _, ok := transitions[key]; !ok {
+			key += " → " + row.to
+		}
+		drive, ok := transitions[key]
+		if !ok {
+			t.Errorf("%v: no way to drive this row in the test", row)
+			continue
+		}
+		used[key] = true
+		conds := []bool{true}
+		if to.optional != 0 {
+			conds = []bool{true, false}
+		}
+		for _, cond := range conds {
+			s := from.set
+			if from.phase > 0 {
+				s |= from.phase
+			}
+			if cond {
+				s |= drive.extra
+			}
+			want := s&^to.clear | to.set
+			if to.phase >= 0 {
+				want = want&^phaseMask | to.phase
+			}
+			if cond {
+				want |= to.optional
+			}
+			x := &Timeout{timer: tm}
+			x.state.Store(s)
+			drive.call(x, s, cond)
+			if got := x.state.Load(); got != want {
+				t.Errorf("%v (condition %v): state %#x → %#x, want %#x", row, cond, s, got, want)
+			}
+		}
+	}
+	for key := range transitions {
+		if !used[key] {
+			t.Errorf("transition %q has no row in the table of timeout.go", key)
+		}
+	}
+}
+
+// TestStateWordIsWrittenOnlyInTimeoutGo checks that every write of a
+// Timeout's state word (a CompareAndSwap, Store, Swap, And or Or on its state
+// field) is in timeout.go, where the transition table lists them.
+func TestStateWordIsWrittenOnlyInTimeoutGo(t *testing.T) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	pkg, err := conf.Check("github.com/hashedwheel/hashedwheel", fset, files, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := pkg.Scope().Lookup("Timeout").Type().Underlying().(*types.Struct)
+	var stateField *types.Var
+	for field := range timeout.Fields() {
+		if field.Name() == "state" {
+			stateField = field
+		}
+	}
+	if stateField == nil {
+		t.Fatal("Timeout has no field state")
+	}
+	writes := 0
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			switch call.Sel.Name {
+			case "CompareAndSwap", "Store", "Swap", "And", "Or", "Add":
+			default:
+				return true
+			}
+			field, ok := call.X.(*ast.SelectorExpr)
+			if !ok || info.Selections[field] == nil || info.Selections[field].Obj() != stateField {
+				return true
+			}
+			writes++
+			if pos := fset.Position(call.Pos()); pos.Filename != "timeout.go" {
+				t.Errorf("%v: the state word is written outside timeout.go", pos)
+			}
+			return true
+		})
+	}
+	if writes == 0 {
+		t.Error("found no write of the state word at all: the test no longer finds them")
+	}
+}
