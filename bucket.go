@@ -22,15 +22,9 @@ import (
 // the worker may skip the visits at which nothing is due: minDue tells it
 // which those are.
 //
-// Invariant: a timeout in the wheel sits in the bucket of its check tick,
-// whose minDue makes the worker look at it at that tick, which is at or
-// before the tick of its deadline. The check tick is the deadline's for a
-// timeout due within a turn of the wheel, and earlier for one due later (see
-// Timer.checkTickOf); at it the worker either runs the timeout or places it
-// again. A Reset to a later deadline keeps the invariant by itself, and so
-// does one to an earlier deadline in the check tick or later; a Reset to a
-// deadline before it goes through the changes queue, which the worker
-// processes before it visits any bucket.
+// A timeout in the wheel sits in the bucket of its check tick, the tick at
+// which the worker looks at it next; checktick.go states the invariant that
+// keeps it from being looked at too late.
 type bucket struct {
 	head, tail *Timeout
 

@@ -44,12 +44,12 @@
 // # Ticks per wheel (wheel size)
 //
 // A Timer keeps a wheel: a hash table of timeouts whose hash is the tick of
-// their deadline, or, for a timeout due more than a turn of the wheel ahead,
-// an earlier tick at which the worker looks at it again (about log8 of the
-// turns, plus one, times before it runs). A tick at which something is due
-// walks one bucket, including the timeouts in it that are due in a later
-// turn of the wheel. The default wheel has 512 buckets; make ticks per wheel times the
-// tick at least your usual timeout. See [WithTicksPerWheel].
+// their deadline, or, for a timeout due more than a turn of the wheel (ticks
+// per wheel times the tick) ahead, an earlier tick at which the worker looks
+// at it again; such a timeout is looked at a few times before it runs (five
+// times at 10,000 turns ahead), each look cheap. A tick at which something
+// is due walks one bucket. The default wheel has 512 buckets; make ticks per
+// wheel times the tick at least your usual timeout. See [WithTicksPerWheel].
 //
 // # Do not create many instances
 //

@@ -119,13 +119,13 @@ func (t *Timer) advance(target int64) int {
 // [WithoutWorker] must call [Timer.Advance] again: a time never later than the
 // first at which Advance would run something (it may be earlier; then that
 // Advance runs nothing), and false if no timeout is pending. It is earlier
-// when the first timeout is due more than a turn of the wheel ahead: an
-// owner that sleeps until NextDeadline then wakes about log8 of the turns,
-// plus one, times with nothing to run (six for an hour at a 10ms tick and 8
-// buckets). It first takes in the timeouts scheduled, reset or cancelled
-// from any goroutine before the call, so an owner that sleeps until the time
-// it returns, or until another goroutine wakes it after scheduling, misses
-// nothing. It allocates nothing
+// when the first timeout is due more than a turn of the wheel ahead, which
+// the wheel looks at a few times before it is due: an owner that sleeps
+// until NextDeadline then wakes a few times with nothing to run (six for a
+// timeout an hour ahead on a wheel of 8 buckets of 10ms). It first takes in
+// the timeouts scheduled, reset or cancelled from any goroutine before the
+// call, so an owner that sleeps until the time it returns, or until another
+// goroutine wakes it after scheduling, misses nothing. It allocates nothing
 // and does not walk the timeouts.
 //
 // NextDeadline returns false, and changes nothing, on a Timer with a worker,

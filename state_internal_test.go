@@ -2,12 +2,12 @@ package hashedwheel
 
 import (
 	"go/ast"
+	"go/build"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -189,15 +189,13 @@ func TestStateTransitionsFollowTheTable(t *testing.T) {
 // field) is in timeout.go, where the transition table lists them.
 func TestStateWordIsWrittenOnlyInTimeoutGo(t *testing.T) {
 	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
+	// The package's files under the default build tags.
+	bp, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
+	for _, name := range bp.GoFiles {
 		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)

@@ -172,13 +172,10 @@ type Timeout struct {
 	// changes as the constants above say.
 	state atomic.Int32
 
-	// checkTick holds the low 32 bits of the tick at which the worker looks
-	// at the linked timeout again: at or before the tick of the deadline it
-	// had when the worker placed it (see Timer.checkTickOf), or the tick the
-	// worker stood at if that deadline had passed. Its bucket is
-	// checkTick & mask. A Reset to an earlier deadline in that tick or later
-	// needs nothing from the worker. Written by the worker (atomically:
-	// Reset reads it) each time it places the timeout; meaningful while
+	// checkTick holds the low 32 bits of the linked timeout's check tick,
+	// the tick at which the worker looks at it next (see checktick.go); its
+	// bucket is checkTick & mask. Written by the worker each time it places
+	// the timeout, atomically because Reset reads it; meaningful while
 	// stLinked is set.
 	checkTick atomic.Uint32
 }
@@ -258,14 +255,13 @@ func (to *Timeout) Cancel() bool { return to.cancel(0) }
 // another clock than it started on (see [NewTimer]).
 //
 // Reset allocates nothing and costs a clock read and two compare-and-swaps.
-// The worker moves the timeout to its new bucket when it next looks at it,
-// at the latest when its old deadline was due. Only a deadline earlier than
-// the tick at which the worker will look at the timeout again also hands
-// the timeout to the worker, and wakes the worker if it sleeps: for a
-// timeout due within a turn of the wheel, a deadline earlier than any it
-// had since the worker last placed it; for one due later, which the worker
-// looks at an eighth of the time left before its deadline, a deadline
-// earlier than that.
+// A later deadline needs nothing more: the worker moves the timeout when it
+// next looks at it. An earlier deadline may need the worker: if it comes
+// before the worker would look at the timeout, Reset also hands the timeout
+// to the worker, waking it if it sleeps. The worker looks at a timeout due
+// within a turn of the wheel (ticks per wheel times the tick) when it is due,
+// and at one due later a few times before that, so an earlier Reset of a
+// far timeout usually needs nothing either.
 func (to *Timeout) Reset(delay time.Duration) bool {
 	t := to.timer
 	if t == nil {
@@ -295,28 +291,6 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 		t.wakeWorker()
 	}
 	return true
-}
-
-// beforeCheck reports whether deadline, which replaces old on a timeout in a
-// bucket, falls in a tick before the one at which the worker looks at the
-// timeout at the latest (its checkTick), so that the worker must be told.
-//
-// checkTick keeps that tick's low 32 bits. The tick is at most old's tick:
-// the worker placed the timeout at or before the tick of the deadline it
-// then had, and every deadline since was later, or Reset found it no
-// earlier than the check tick. Only if that deadline had passed did the
-// worker place it at the tick it stood at, which is at most the clock's tick
-// and so at most deadline's. So the latest tick up to old's with those low
-// bits is never earlier than the true check tick, or the true one is no
-// later than deadline's tick anyway: a deadline at or after it needs nothing
-// from the worker. At worst, with a check tick 2^32 ticks or more before
-// old's, Reset tells the worker without need.
-func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
-	oldTick := old / t.conf.tickDuration
-	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())
-	// deadline/tickDuration < check, without a second division; check is
-	// at most oldTick, so the product does not overflow.
-	return check > 0 && deadline < check*t.conf.tickDuration
 }
 
 // String describes the timeout: how far its deadline is, whether it was

@@ -34,20 +34,9 @@ func (t *Timer) unlink(to *Timeout) {
 	}
 }
 
-// checkAheadShift sets how early the worker first looks at a timeout due
-// more than a turn of the wheel ahead: at its deadline's tick less an eighth
-// of the ticks left, so that a Reset to an earlier deadline by up to an
-// eighth of the time left needs nothing from the worker (see Timeout.Reset).
-// At that look an eighth is left, and the worker places it again the same
-// way: a timeout due n turns ahead is looked at about log8(n) + 1 times
-// before the one at which it runs (three times at 100 turns, five at
-// 10,000), where Netty's worker visits it every turn; one due within a turn,
-// only when it runs.
-const checkAheadShift = 3
-
-// place puts to, whose stLinked is set, into the bucket of its check tick,
-// taking it out of the bucket it is in if linked is true, and records in
-// its checkTick when the worker looks at it again (see checkTickOf). Then it
+// place puts to, whose stLinked is set, into the bucket of its check tick
+// (see checktick.go), taking it out of the bucket it is in if linked is
+// true, and records that tick in its checkTick. Then it
 // reads the deadline again, as a Reset to an earlier one that read checkTick
 // before this wrote it may have left the move to the worker (see
 // Timeout.Reset); it reports false if the deadline changed, and the caller
@@ -59,6 +48,9 @@ const checkAheadShift = 3
 func (t *Timer) place(to *Timeout, linked bool) bool {
 	deadline := atomic.LoadInt64(&to.deadline)
 	check := t.checkTickOf(to, deadline, linked)
+	if assertInvariants {
+		t.assertCheckTick(to, deadline, check)
+	}
 	// The bucket must be visited at the check tick: from its start, or
 	// from the deadline if that is earlier (it is due there, or passed).
 	from := min(deadline, check*t.conf.tickDuration)
@@ -84,30 +76,6 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 		t.link(to, idx, from)
 	}
 	return atomic.LoadInt64(&to.deadline) == deadline
-}
-
-// checkTickOf returns the tick at which the worker looks at to, due at
-// deadline, next: the current tick if that deadline has passed, the
-// deadline's tick if it is due within a turn of the wheel from the clock's
-// tick, and otherwise an eighth of the ticks left before it
-// (checkAheadShift), at which the worker places it again. A linked timeout
-// keeps a check tick still ahead and not after its deadline's, so that a
-// visit to its bucket for the others in it does not move it. As checkTick keeps 32 bits, the tick read
-// back from them may be earlier than the one set, more than 2^32 ticks
-// ahead; the worker then looks at the timeout early, which is harmless.
-func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
-	due := deadline / t.conf.tickDuration
-	ahead := due - max(t.wheel.tick, t.wheel.clockTick)
-	if ahead <= int64(len(t.wheel.buckets)) {
-		return max(due, t.wheel.tick)
-	}
-	if linked {
-		check := t.wheel.tick + int64(to.checkTick.Load()-uint32(t.wheel.tick))
-		if check > t.wheel.tick && check <= due {
-			return check
-		}
-	}
-	return due - ahead>>checkAheadShift
 }
 
 // processChanges handles the timeouts that Cancel or Reset pointed out since

@@ -1,0 +1,26 @@
+package hashedwheel
+
+import "fmt"
+
+// Invariant checks. Built with the tag hashedwheel_assert (CI runs the fuzz
+// targets and the soak with it), assertInvariants is true and the worker
+// checks the invariants below as it goes, panicking on the first one broken,
+// so that the fuzzer reports the input that broke it rather than a late run
+// much later. Without the tag the checks compile to nothing.
+
+// assertCheckTick panics if check, the check tick the worker at tick
+// t.wheel.tick chose for to, due at deadline, breaks the invariant of
+// checktick.go: it is at or after the worker's tick and at most the
+// deadline's, or the worker's tick if that is later; and for a timeout due
+// within a turn of the wheel of the clock's tick, exactly that.
+func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64) {
+	tick := t.wheel.tick
+	due := deadline / t.conf.tickDuration
+	latest := max(due, tick)
+	withinTurn := due-max(tick, t.wheel.clockTick) <= int64(len(t.wheel.buckets))
+	if check < tick || check > latest || withinTurn && check != latest {
+		panic(fmt.Sprintf("hashedwheel: check tick %d for %v, due at tick %d, placed by the worker "+
+			"at tick %d with the clock at tick %d: the invariant of checktick.go is broken",
+			check, to, due, tick, t.wheel.clockTick))
+	}
+}
