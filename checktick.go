@@ -27,7 +27,11 @@ package hashedwheel
 // (a shift right by 3) of the ticks left. At that look an eighth is left, and the worker
 // places it again the same way: a timeout due n turns ahead is looked at about
 // log8(n) + 1 times before the look at which it runs (three times at 100
-// turns, five at 10,000), where Netty's worker visits it every turn.
+// turns, five at 10,000), where Netty's worker visits it every turn. (The
+// worker walks a bucket only at a tick at which something in it needs the
+// worker, by its minDue; a walk looks at every timeout in the bucket, so a
+// far timeout that shares its bucket with others due in earlier turns is
+// also looked at then, at the cost of a load of its state and deadline.)
 const checkAheadShift = 3
 
 // checkTickOf returns the check tick of to, due at deadline, that the worker

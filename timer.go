@@ -172,8 +172,9 @@ type wheel struct {
 	// worker blocks.
 	counters counters
 
-	// scanned counts the buckets nextDueTick looked at, for tests.
-	scanned uint64
+	// scanned counts the buckets nextDueTick looked at, and looked the
+	// timeouts expireTimeouts looked at, for tests.
+	scanned, looked uint64
 
 	// tick counts the ticks since startTime: the worker is processing, or
 	// waiting to process, tick number tick, which covers the deadlines in

@@ -229,12 +229,13 @@ func (t *Timer) rearm(to *Timeout) {
 	}
 }
 
-// expireTimeouts visits bucket idx at the end of tick t.wheel.tick: it hands out
-// the tasks of the timeouts whose deadline is before the end of the tick,
-// and places the others again, where their next check tick says (it keeps
-// those looked at in a later turn where they are). It hands out no task
-// once the timer is stopped (for example by one of the tasks), leaving the
-// rest for Stop.
+// expireTimeouts visits bucket idx at the end of tick t.wheel.tick: it hands
+// out the tasks of the timeouts whose deadline is before the end of the
+// tick, and places the others again, where their next check tick says (it
+// keeps those looked at in a later turn where they are). It hands out no
+// task once the timer is stopped (for example by one of the tasks), leaving
+// the rest for Stop. Callers visit a bucket only if its minDue says
+// something in it may need the worker at this tick.
 //
 // Cancelled timeouts are left linked: the worker unlinks them from the
 // changes queue at the start of the next tick.
@@ -248,6 +249,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 	var now int64
 	stale, handed := true, 0
 	for to := b.head; to != nil; {
+		t.wheel.looked++
 		next := to.bucketNext
 		s, deadline, due := t.claimDue(to, end)
 		switch {

@@ -43,7 +43,9 @@ func (t *Timer) run() {
 		if t.catchUp() {
 			continue
 		}
-		t.expireTimeouts(t.wheel.tick & t.conf.mask)
+		if idx := t.wheel.tick & t.conf.mask; t.wheel.buckets[idx].minDue < t.tickEnd(t.wheel.tick) {
+			t.expireTimeouts(idx)
+		}
 		t.wheel.counters.ticks++
 		t.publishStats()
 		t.advanceTo(t.wheel.tick + 1)
@@ -127,16 +129,15 @@ func (t *Timer) drain() {
 	}
 }
 
-// waitForNextTick waits until tick t.wheel.tick has ended. It returns false when
-// the timer is stopped.
+// waitForNextTick waits until tick t.wheel.tick has ended. It returns false
+// when the timer is stopped.
 //
 // Netty's worker wakes every tick. This one sleeps longer when it can prove
-// nothing is due sooner: both queues are empty and no bucket has a timeout
-// that may be due before some later tick. It then skips the ticks before
-// that one, or parks until woken if the wheel is empty. A producer that
-// pushes while the worker sleeps wakes it; the worker then takes its tick
-// from the clock, never past the tick it meant to wake for, so deadlines are
-// kept exactly as if it had ticked all along.
+// nothing is due sooner (see planSleep), and drains new timeouts in the
+// middle of a tick while they arrive (see drain). A producer that pushes
+// while the worker sleeps past its tick wakes it; the worker then takes its
+// tick from the clock, never past the tick it meant to wake for, so
+// deadlines are kept exactly as if it had ticked all along.
 func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 	for {
 		if t.isStopped() {
@@ -150,61 +151,93 @@ func (t *Timer) waitForNextTick(sleep *time.Timer) bool {
 		if arriving {
 			t.drain()
 		}
-		// While timeouts arrive, keep draining them; sleep longer only once
-		// they stop.
-		target, park := t.wheel.tick, false
-		if !arriving && t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue >= t.tickEnd(t.wheel.tick) {
-			t.wake.sleeping.Store(true)
-			newEmpty := t.newTimeoutsEmpty()
-			if !newEmpty && t.wheel.transferBudget > 0 {
-				// A timeout arrived since arriving was computed, and its
-				// producer may have found sleeping still false and not
-				// woken us: drain it now, not at the end of the tick.
-				t.wake.sleeping.Store(false)
-				continue
-			}
-			// Out of budget with timeouts queued: the next tick takes them.
-			if newEmpty && t.changes.isEmpty() {
-				target, park = t.nextDueTick()
-				// A tick that never ends holds nothing that comes due.
-				park = park || t.tickEnd(target) == math.MaxInt64
-			}
-			if target == t.wheel.tick && !park {
-				t.wake.sleeping.Store(false)
-			}
+		plan, again := t.planSleep(now, arriving)
+		if again {
+			continue
 		}
 		t.publishStats()
-		if park {
-			select {
-			case <-t.wake.ch:
-			case <-t.life.stopped:
-			}
-		} else {
-			wakeAt := t.tickEnd(target)
-			if arriving {
-				wakeAt = min(wakeAt, now+t.wheel.drainInterval)
-			}
-			sleep.Reset(time.Duration(wakeAt - now))
-			select {
-			case <-sleep.C:
-			case <-t.wake.ch:
-				sleep.Stop()
-			case <-t.life.stopped:
-				sleep.Stop()
-			}
-		}
+		t.sleepFor(sleep, plan, now)
 		t.wheel.counters.wakeups++
-		if park || target > t.wheel.tick {
+		if plan.park || plan.target > t.wheel.tick {
 			t.wake.sleeping.Store(false)
 			// Nothing was due in the ticks slept through, and nothing was
 			// transferred meanwhile, so the worker may stand at any tick up
 			// to the clock's, but not beyond the one it meant to wake for.
 			clockTick := t.elapsed() / t.conf.tickDuration
-			if !park {
-				clockTick = min(clockTick, target)
+			if !plan.park {
+				clockTick = min(clockTick, plan.target)
 			}
 			t.advanceTo(max(t.wheel.tick, clockTick))
 		}
+	}
+}
+
+// sleepPlan is what the worker waits for before it looks again: the end of
+// tick target, woken early if drainAt comes first; or, if park, nothing but a
+// wake-up, as the wheel is empty. A target past the current tick, or park,
+// means sleeping past ticks: the worker has set wake.sleeping, so that a
+// producer wakes it.
+type sleepPlan struct {
+	target  int64 // the tick whose end the worker wakes at
+	park    bool  // wait for a wake-up or Stop alone
+	drainAt int64 // when to wake to drain new timeouts, or math.MaxInt64
+}
+
+// planSleep decides how long the worker, at time now in tick t.wheel.tick,
+// may sleep. While new timeouts arrive (arriving), it wakes for the end of
+// the tick or the next drain, whichever comes first. Once they stop, and
+// nothing in the current bucket may be due in this tick, it sleeps until the
+// first tick at which a bucket may have something due (nextDueTick), or
+// parks if the wheel is empty; it sets wake.sleeping first, and reports
+// again if a timeout arrived meanwhile, whose producer may not have seen it:
+// the caller then drains it at once rather than at the end of the tick. With
+// timeouts queued beyond the transfer budget, or changes queued, it sleeps to
+// the end of the tick, where they are taken.
+func (t *Timer) planSleep(now int64, arriving bool) (plan sleepPlan, again bool) {
+	tick := t.wheel.tick
+	plan = sleepPlan{target: tick, drainAt: math.MaxInt64}
+	if arriving {
+		plan.drainAt = now + t.wheel.drainInterval
+		return plan, false
+	}
+	if t.wheel.buckets[tick&t.conf.mask].minDue < t.tickEnd(tick) {
+		return plan, false // something may be due in this tick
+	}
+	t.wake.sleeping.Store(true)
+	newEmpty := t.newTimeoutsEmpty()
+	if !newEmpty && t.wheel.transferBudget > 0 {
+		t.wake.sleeping.Store(false)
+		return plan, true
+	}
+	if newEmpty && t.changes.isEmpty() {
+		plan.target, plan.park = t.nextDueTick()
+		// A tick that never ends holds nothing that comes due.
+		plan.park = plan.park || t.tickEnd(plan.target) == math.MaxInt64
+	}
+	if plan.target == tick && !plan.park {
+		t.wake.sleeping.Store(false)
+	}
+	return plan, false
+}
+
+// sleepFor waits as plan says, or until Stop or a wake-up; now is the time
+// the plan was made.
+func (t *Timer) sleepFor(sleep *time.Timer, plan sleepPlan, now int64) {
+	if plan.park {
+		select {
+		case <-t.wake.ch:
+		case <-t.life.stopped:
+		}
+		return
+	}
+	wakeAt := min(t.tickEnd(plan.target), plan.drainAt)
+	sleep.Reset(time.Duration(wakeAt - now))
+	select {
+	case <-sleep.C:
+	case <-t.wake.ch:
+		sleep.Stop()
+	case <-t.life.stopped:
+		sleep.Stop()
 	}
 }
 

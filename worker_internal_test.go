@@ -266,3 +266,35 @@ func BenchmarkTransferCancelled(b *testing.B) {
 	b.ReportMetric(float64(worker)/float64(b.N), "worker-ns/op")
 	require.Equal(b, uint64(b.N), tm.wheel.counters.cancelled)
 }
+
+// TestBusyWorkerSkipsBucketsWithNothingDue: a worker kept awake every tick
+// (new timeouts arrive all the time) walks a bucket only when something in
+// it needs the worker at that tick, so a timeout 100 turns ahead, alone in
+// its bucket, is looked at a few times before it runs, not once a turn.
+func TestBusyWorkerSkipsBucketsWithNothingDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = time.Millisecond
+		tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(8))
+		require.NoError(t, err)
+		defer tm.Stop()
+		ran := make(chan struct{})
+		_, err = tm.AfterFunc(100*8*tick, func() { close(ran) })
+		require.NoError(t, err)
+		ticks := 0
+		for running := true; running; ticks++ {
+			select {
+			case <-ran:
+				running = false
+			case <-time.After(tick):
+				// Cancelled before the worker takes it: it wakes the
+				// worker, and is dropped without going into a bucket.
+				to, err := tm.AfterFunc(time.Hour, func() {})
+				require.NoError(t, err)
+				to.Cancel()
+			}
+		}
+		synctest.Wait()
+		assert.GreaterOrEqual(t, tm.Stats().Ticks, uint64(400), "the worker slept through most ticks: not busy")
+		assert.LessOrEqual(t, tm.wheel.looked, uint64(6), "looks at the far timeout, over %d ticks", ticks)
+	})
+}
