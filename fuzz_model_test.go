@@ -20,7 +20,9 @@ import (
 // FuzzTimerOwned check the Timer against (see FuzzTimer for what it knows of
 // the contract, and FuzzTimerOwned for what changes when an owner drives the
 // Timer): the operations decoded from the input, the expected state of every
-// timeout, the runs and Cancelled calls it must see, and the checks.
+// timeout, the runs and Cancelled calls it must see, and the checks. What
+// each driver alone needs is in fuzz_worker_test.go, fuzz_pool_test.go and
+// fuzz_owned_test.go.
 
 // Task kinds: what a fuzzed timeout's task does when it runs.
 const (
@@ -112,6 +114,13 @@ type runRecord struct {
 	call int64 // FuzzTimerOwned: fuzzOwner.in when it was recorded
 }
 
+// fuzzModel is the reference model of one fuzzed Timer, shared by the three
+// drivers: the timeouts and their expected states, the ticks as the worker
+// (or the owner, inside Advance) processes them, the runs recorded and the
+// checks. What only one driver needs is in its own file: fuzz_worker_test.go
+// (settle and stopOp, which hand over to the others), fuzz_pool_test.go
+// (poolModel) and fuzz_owned_test.go (ownerModel, and the owner's goroutine).
+// It runs on the test goroutine, except where a field says otherwise.
 type fuzzModel struct {
 	t     *testing.T
 	tm    *hashedwheel.Timer
@@ -124,9 +133,10 @@ type fuzzModel struct {
 	handles []*fuzzHandle
 	byTO    map[*hashedwheel.Timeout]*fuzzHandle
 
-	// The worker, as the model sees it. Ticks are processed in order; while
-	// inTick is not empty the worker is in the middle of tick curTick, whose
-	// runs happen at curAt. blockedBy is the task that holds the worker.
+	// The worker (or the owner), as the model sees it. Ticks are processed
+	// in order; while inTick is not empty the worker is in the middle of
+	// tick curTick, whose runs happen at curAt. blockedBy is the task that
+	// holds the worker.
 	inTick    []*fuzzHandle
 	curTick   int64
 	curAt     int64
@@ -134,45 +144,16 @@ type fuzzModel struct {
 	blockedBy *fuzzHandle
 	blockTick int64 // the tick in which a task last blocked the worker
 
-	// The pool (FuzzTimerPool). busy holds the blocked tasks that hold its
-	// goroutines; queue the tasks handed out and not started, a group per
-	// tick: FIFO across groups, any order within one.
-	pool  bool
-	poolN int
-	busy  []*fuzzHandle
-	queue [][]*fuzzHandle
-
-	// poolExited says the worker has exited after a Stop from a pooled
-	// task: it exits once the pool has run what it was handed, and only
-	// then cancels the timeouts still pending.
-	poolExited bool
-
 	stop      int
 	stopCalls []chan []*hashedwheel.Timeout // Stops called and not yet returned
 
 	execCalls atomic.Int64 // calls of the executor, if there is one
 	hasExec   bool
 
-	// The owner (FuzzTimerOwned), as the model sees it. It processes the
-	// ticks in order, in calls of Advance: while inCall, the call that
-	// began at callAt processes the ticks before callEnd (callAt/tick).
-	// poll is the polling owner's interval, 0 for the owner that sleeps
-	// until NextDeadline; nextPoll is the polling owner's next call at the
-	// earliest.
-	owned    bool
-	owner    *fuzzOwner
-	poll     int64
-	inCall   bool
-	callAt   int64
-	callEnd  int64
-	nextPoll int64
-
-	// Written under mu by the owner's goroutine and the tasks: the runs
-	// inside each Advance not yet returned, what the owner's goroutine saw
-	// wrong, and its latest calls, for failure messages.
-	callRuns   map[int64]int
-	ownerErrs  []string
-	ownerCalls []string
+	// What only FuzzTimerPool's and FuzzTimerOwned's drivers use, in
+	// fuzz_pool_test.go and fuzz_owned_test.go.
+	poolModel
+	ownerModel
 
 	mu       sync.Mutex
 	records  []runRecord
@@ -479,15 +460,6 @@ func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
 	m.settle()
 }
 
-// poke wakes the owner that sleeps until NextDeadline after an operation
-// that schedules, resets or cancels, as the goroutine that does so would
-// wake an event loop. The polling owner is left to its next poll.
-func (m *fuzzModel) poke() {
-	if m.owner != nil && m.poll == 0 {
-		m.owner.poke()
-	}
-}
-
 func (m *fuzzModel) add(h *fuzzHandle) {
 	h.id = len(m.handles)
 	m.handles = append(m.handles, h)
@@ -550,24 +522,6 @@ func (m *fuzzModel) pick(b byte) *fuzzHandle {
 	}
 	return m.handles[int(b)%len(m.handles)]
 }
-
-// stopOpen reports whether h is among the timeouts that a stopped worker
-// will cancel once a blocked task lets it exit: pending until then.
-func (m *fuzzModel) stopOpen(h *fuzzHandle) bool {
-	switch {
-	case h.uncertain:
-		return true
-	case m.stop == stopWaiting:
-		return h.state == statePending
-	case m.stop == stopFromTask && m.pool && !m.poolExited:
-		return h.state == stateCancelled && h.byStop
-	}
-	return false
-}
-
-// workerFree reports whether the worker is free to process ticks as they
-// end: not blocked in a task and not stopped.
-func (m *fuzzModel) workerFree() bool { return m.blockedBy == nil && m.stop == stopNone }
 
 // cancelled records that Cancel cancelled h at the current time, and when
 // its Cancelled call is due: at the next tick the worker processes.
@@ -702,57 +656,6 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 	m.settle()
 }
 
-// stopOp calls Stop on a goroutine of its own, since it waits for a blocked
-// task, and checks whether it returned and what.
-func (m *fuzzModel) stopOp() {
-	if m.owned {
-		m.stopOwned()
-		return
-	}
-	m.tracef("Stop()")
-	c := make(chan []*hashedwheel.Timeout, 1)
-	go func() { c <- m.tm.Stop() }()
-	synctest.Wait()
-	switch m.stop {
-	case stopNone:
-		m.stopCalls = append(m.stopCalls, c)
-		if m.blockedBy != nil || len(m.busy) > 0 {
-			m.stop = stopWaiting
-			if len(c) != 0 {
-				m.fatalf("Stop returned while a task blocks")
-			}
-			// Cancelled calls still due come before the worker exits.
-			m.deferCallbacks()
-			return
-		}
-		m.finishStop()
-	case stopWaiting:
-		m.stopCalls = append(m.stopCalls, c)
-		if len(c) != 0 {
-			m.fatalf("a second Stop returned while a task blocks")
-		}
-	case stopFromTask:
-		if m.pool {
-			// The worker exits once the pool has run what it was handed,
-			// which a blocked task may hold up.
-			m.stopCalls = append(m.stopCalls, c)
-			m.maybeFinishStop()
-			break
-		}
-		fallthrough
-	default:
-		select {
-		case got := <-c:
-			if len(got) != 0 {
-				m.fatalf("a later Stop returned %d timeouts, want none", len(got))
-			}
-		default:
-			m.fatalf("a later Stop did not return at once")
-		}
-	}
-	m.settle()
-}
-
 // deferCallbacks makes the Cancelled calls not yet made due when the worker
 // exits, which is later than a tick once it is stopped and waits.
 func (m *fuzzModel) deferCallbacks() {
@@ -772,41 +675,6 @@ func (m *fuzzModel) exited() {
 	}
 	m.consumeCallbacks()
 	m.checkCallbacksBy(m.now)
-}
-
-// poolExit is the worker's exit after a Stop from a pooled task, once the
-// pool is free.
-func (m *fuzzModel) poolExit() {
-	if !m.poolExited {
-		m.poolExited = true
-		m.exited()
-	}
-}
-
-// maybeFinishStop finishes a Stop that waits for the pool, once nothing holds
-// it up.
-func (m *fuzzModel) maybeFinishStop() {
-	if len(m.busy) > 0 || len(m.stopCalls) == 0 {
-		return
-	}
-	switch m.stop {
-	case stopWaiting:
-		m.finishStop()
-	case stopFromTask:
-		// The Stop from the task returned nil; these return nil too.
-		m.poolExit()
-		for _, c := range m.stopCalls {
-			select {
-			case got := <-c:
-				if len(got) != 0 {
-					m.fatalf("a Stop after a Stop from a task returned %d timeouts, want none", len(got))
-				}
-			default:
-				m.fatalf("Stop did not return once the pool was free")
-			}
-		}
-		m.stopCalls = nil
-	}
 }
 
 // finishStop is the worker's exit after a Stop: every pending timeout is
@@ -867,370 +735,6 @@ func (m *fuzzModel) pending() int64 {
 		}
 	}
 	return n
-}
-
-// settle brings the model's worker up to now, matching each run the timer
-// recorded with a timeout that is due, and fails on any run left over.
-func (m *fuzzModel) settle() {
-	if m.owned {
-		m.settleOwned()
-	}
-	for m.workerFree() && !m.owned {
-		if len(m.inTick) == 0 {
-			m.rearm(m.curAt)
-			// The next tick with something due, if it has ended.
-			next := int64(math.MaxInt64)
-			for _, h := range m.handles {
-				if h.state == statePending && !h.running {
-					next = min(next, h.dueTick)
-				}
-			}
-			if next == math.MaxInt64 || tickEnd(next, m.tick) > m.now {
-				break
-			}
-			m.curTick = next
-			m.curAt = max(tickEnd(next, m.tick), m.freeAt)
-			for _, h := range m.handles {
-				if h.state == statePending && !h.running && h.dueTick <= next {
-					m.inTick = append(m.inTick, h)
-				}
-			}
-			if m.pool {
-				m.handOut()
-				continue
-			}
-		}
-		m.runInTick()
-	}
-	if m.stop == stopFromTask && m.pool {
-		m.startPooled(m.now) // what the pool was handed runs
-		if len(m.busy) == 0 {
-			m.poolExit()
-		}
-	}
-	m.consumeCallbacks()
-	m.mu.Lock()
-	extra := m.records[m.consumed:]
-	m.mu.Unlock()
-	if len(extra) > 0 {
-		r := extra[0]
-		m.fatalf("unexpected run at %v of %s (%d unexpected runs)", time.Duration(r.at), m.describe(r), len(extra))
-	}
-	if m.workerFree() {
-		// Cancelled calls held up by a blocked worker come with the next
-		// tick it processed once free, at once if it was behind. (The
-		// owner's model sets them as the call that held them up ends.)
-		for _, x := range m.handles {
-			if x.cbWant && x.cbBound == unknownBound && !m.owned {
-				x.cbBound = max(tickEnd(m.blockTick+1, m.tick), m.freeAt)
-			}
-		}
-		m.checkCallbacksBy(m.now)
-	}
-	if m.owned {
-		m.mu.Lock()
-		errs := m.ownerErrs
-		m.mu.Unlock()
-		if len(errs) > 0 {
-			m.fatalf("%s", strings.Join(errs, "\n"))
-		}
-	}
-}
-
-// settleOwned brings the owner's model up to now: the calls of Advance
-// that the owner has made, each processing the ticks that ended by its now,
-// in order, at the time of the call (or, once a task that blocked it
-// returns, at that time), matching each run recorded with a timeout due.
-//
-// What differs from the worker is what the contract says of Advance (18):
-// the owner calls it at the first moment a run is due (the owner that sleeps
-// until NextDeadline, which is never later than that) or at its first poll
-// after that; and what a task schedules or re-arms during a call runs at a
-// later call. Timeouts scheduled during a call have deadlines at or after
-// its now, in ticks the call does not process anyway; a periodic run that
-// returns during a call is taken back as the owner next takes in (at once,
-// with NextDeadline, or at the next poll), standing at the tick its call
-// ended at: so it is next due no earlier than at the end of that tick,
-// rather than at the tick after the one it ran in. After a block, the call
-// that was blocked processes only the ticks that had ended by its now; the
-// next call, at once, those that ended meanwhile.
-func (m *fuzzModel) settleOwned() {
-	for m.workerFree() {
-		if len(m.inTick) > 0 {
-			m.runInTick()
-			continue
-		}
-		next := m.firstDueTick()
-		if m.inCall {
-			if next < m.callEnd {
-				m.startTick(next, max(m.callAt, m.freeAt))
-				continue
-			}
-			m.endCall()
-			continue
-		}
-		at := m.callTime(tickEnd(next, m.tick))
-		if at > m.now {
-			break
-		}
-		m.inCall, m.callAt, m.callEnd = true, at, at/m.tick
-	}
-}
-
-// firstDueTick returns the first tick in which a pending timeout that is
-// not out on a run is due, or math.MaxInt64.
-func (m *fuzzModel) firstDueTick() int64 {
-	next := int64(math.MaxInt64)
-	for _, h := range m.handles {
-		if h.state == statePending && !h.running {
-			next = min(next, h.dueTick)
-		}
-	}
-	return next
-}
-
-// startTick makes tick the one being processed, its runs happening at time
-// at.
-func (m *fuzzModel) startTick(tick, at int64) {
-	m.curTick, m.curAt = tick, at
-	for _, h := range m.handles {
-		if h.state == statePending && !h.running && h.dueTick <= tick {
-			m.inTick = append(m.inTick, h)
-		}
-	}
-}
-
-// callTime returns when the owner, free, makes its first Advance at or
-// after x: at x for the owner that sleeps until NextDeadline (it may wake
-// earlier, and then that call runs nothing), but not before a call held up
-// by a task has returned; at the first poll at or after x for the polling
-// one.
-func (m *fuzzModel) callTime(x int64) int64 {
-	if x == math.MaxInt64 {
-		return x
-	}
-	if m.poll == 0 {
-		return max(x, m.freeAt)
-	}
-	c := x / m.poll * m.poll
-	if c < x {
-		if c > math.MaxInt64-m.poll {
-			return math.MaxInt64
-		}
-		c += m.poll
-	}
-	return max(c, m.nextPoll)
-}
-
-// nextOwnerCall returns when the owner, free, next takes in what another
-// goroutine has pushed: at once for the owner that sleeps until NextDeadline,
-// as the harness wakes it; at its next poll for the polling one (which has
-// made the poll at now, if now is one).
-func (m *fuzzModel) nextOwnerCall() int64 {
-	if m.poll == 0 {
-		return m.now
-	}
-	return max(m.nextPoll, (m.now/m.poll+1)*m.poll)
-}
-
-// endCall is the return of the owner's Advance. The owner next takes in what
-// was pushed during it: the periodic runs that returned, which it places no
-// earlier than the tick the call ended at, and the cancels, whose Cancelled
-// calls come then.
-func (m *fuzzModel) endCall() {
-	m.inCall = false
-	end := max(m.callAt, m.freeAt)
-	takeIn := end
-	if m.poll > 0 {
-		m.nextPoll = (end/m.poll + 1) * m.poll
-		takeIn = m.nextPoll
-	}
-	m.rearmAt(takeIn, m.callEnd)
-	m.takeInCallbacks(takeIn)
-}
-
-// takeInCallbacks sets when the Cancelled calls of the timeouts cancelled
-// during an owner's call come: when the owner takes them in, at time at.
-func (m *fuzzModel) takeInCallbacks(at int64) {
-	for _, x := range m.handles {
-		if x.cbWant && x.cbBound == unknownBound {
-			x.cbBound = at
-		}
-	}
-}
-
-// stopOwned calls Stop on a Timer made WithoutWorker, which waits for
-// nothing (20). With the owner asleep, the first call cancels every pending
-// timeout and returns exactly those (7). While a task blocks the owner inside
-// Advance, Stop cannot touch the wheel: it returns nil, and that Advance
-// hands out nothing more and cancels what is pending as it returns (the
-// godoc of Advance says so of a Stop from a task). Later calls return nil.
-// Then the owner, poked, gets ErrTimerStopped and ends.
-func (m *fuzzModel) stopOwned() {
-	m.tracef("Stop()")
-	c := make(chan []*hashedwheel.Timeout, 1)
-	asleep := m.blockedBy == nil
-	go func() {
-		if asleep {
-			m.owner.in.Store(inStop)
-			defer m.owner.in.Store(inNothing)
-		}
-		c <- m.tm.Stop()
-	}()
-	synctest.Wait()
-	var got []*hashedwheel.Timeout
-	select {
-	case got = <-c:
-	default:
-		m.fatalf("Stop on a Timer made WithoutWorker did not return at once")
-	}
-	switch {
-	case m.stop == stopNone && m.blockedBy != nil:
-		if got != nil {
-			m.fatalf("Stop while a task blocks the owner returned %d timeouts, want nil: the Advance "+
-				"cancels them as it returns", len(got))
-		}
-		m.stop = stopWaiting
-		m.deferCallbacks()
-	case m.stop == stopNone:
-		c <- got
-		m.stopCalls = append(m.stopCalls, c)
-		m.finishStop()
-	default:
-		if len(got) != 0 {
-			m.fatalf("a later Stop returned %d timeouts, want none", len(got))
-		}
-	}
-	m.owner.poke()
-	synctest.Wait()
-	if m.blockedBy == nil {
-		select {
-		case <-m.owner.exited:
-		default:
-			m.fatalf("the owner's Advance did not return ErrTimerStopped after Stop")
-		}
-	}
-	m.settle()
-}
-
-// probe calls Advance and NextDeadline from the test goroutine (19). On a
-// Timer with a worker, Advance returns ErrHasWorker and NextDeadline false;
-// after Stop, ErrTimerStopped and false; while a task blocks the owner
-// inside Advance, the calls overlap: ErrConcurrentAdvance and false, and
-// they change nothing. While the owner sleeps, they do not overlap:
-// NextDeadline is false exactly when nothing is pending, and otherwise never
-// later than the end of the first tick with a run due; Advance with a now
-// earlier than the owner's last counts as that one, by which nothing new is
-// due: it runs nothing.
-func (m *fuzzModel) probe() {
-	m.tracef("probe Advance, NextDeadline")
-	var wantErr error
-	switch {
-	case !m.owned:
-		wantErr = hashedwheel.ErrHasWorker
-	case m.stop != stopNone:
-		wantErr = hashedwheel.ErrTimerStopped
-	case m.blockedBy != nil:
-		wantErr = hashedwheel.ErrConcurrentAdvance
-	}
-	if wantErr != nil {
-		n, err := m.tm.Advance(time.Now())
-		if n != 0 || !errors.Is(err, wantErr) {
-			m.fatalf("Advance from the test goroutine = %d, %v; want 0, %v", n, err, wantErr)
-		}
-		if at, ok := m.tm.NextDeadline(); ok {
-			m.fatalf("NextDeadline from the test goroutine = %v, true; want false (Advance: %v)", at, wantErr)
-		}
-	} else {
-		m.owner.in.Store(inProbe)
-		at, ok := m.tm.NextDeadline()
-		n, err := m.tm.Advance(m.start)
-		m.owner.in.Store(inNothing)
-		first := tickEnd(m.firstDueTick(), m.tick)
-		switch pending := m.pending(); {
-		case ok != (pending > 0):
-			m.fatalf("NextDeadline() = %v, %v with %d timeouts pending", at.Sub(m.start), ok, pending)
-		case ok && at.Sub(m.start) > time.Duration(first):
-			m.fatalf("NextDeadline() = start + %v, later than the first run due, at the end of its tick: "+
-				"start + %v", at.Sub(m.start), time.Duration(first))
-		case n != 0 || err != nil:
-			m.fatalf("Advance(start), earlier than the owner's last now, = %d, %v; want 0, nil", n, err)
-		}
-	}
-	synctest.Wait()
-	m.settle()
-}
-
-// finalOwned checks, once the Timer is stopped and every task has returned,
-// that the owner has ended and that Stats agrees with the model: every run
-// counted in Expired, every cancelled timeout in Cancelled, none pending.
-func (m *fuzzModel) finalOwned() {
-	m.owner.poke()
-	synctest.Wait()
-	select {
-	case <-m.owner.exited:
-	default:
-		m.fatalf("the owner did not end after Stop")
-	}
-	var cancelled uint64
-	for _, h := range m.handles {
-		if h.state == stateCancelled {
-			cancelled++
-		}
-	}
-	s := m.tm.Stats()
-	if s.Expired != uint64(m.runs) || s.Cancelled != cancelled || s.Pending != 0 {
-		m.fatalf("Stats() = %+v; want Expired %d, Cancelled %d, Pending 0", s, m.runs, cancelled)
-	}
-}
-
-// handOut hands the current tick's timeouts to the pool, which starts as
-// many as it has goroutines free.
-func (m *fuzzModel) handOut() {
-	for _, h := range m.inTick {
-		h.state = stateExpired
-	}
-	m.queue = append(m.queue, m.inTick)
-	m.inTick = nil
-	m.startPooled(m.curAt)
-}
-
-// startPooled matches the recorded runs with the tasks the pool starts at
-// time at: from the oldest group handed out, while a goroutine is free.
-func (m *fuzzModel) startPooled(at int64) {
-	for len(m.queue) > 0 && len(m.busy) < m.poolN {
-		if len(m.queue[0]) == 0 {
-			m.queue = m.queue[1:]
-			continue
-		}
-		r, ok := m.nextRun()
-		if !ok {
-			if m.stop == stopFromTask {
-				return // not handed out after all: cancelled
-			}
-			var ids []int
-			for _, h := range m.queue[0] {
-				ids = append(ids, h.id)
-			}
-			m.fatalf("tasks %v, handed to the pool, did not start by %v", ids, time.Duration(at))
-		}
-		h := m.handleOf(r)
-		i := slices.Index(m.queue[0], h)
-		switch {
-		case h == nil || i < 0:
-			m.fatalf("unexpected run at %v of %s; next to start: %d tasks", time.Duration(r.at), m.describe(r), len(m.queue[0]))
-		case r.at != at && !h.uncertain:
-			m.fatalf("#%d (deadline %v) started on the pool at %v, want %v", h.id, time.Duration(h.deadline),
-				time.Duration(r.at), time.Duration(at))
-		}
-		m.queue[0] = slices.Delete(m.queue[0], i, i+1)
-		h.state, h.uncertain = stateExpired, false
-		m.runs++
-		m.ran(h, r)
-		if h.kind == kindBlock && !h.released {
-			m.busy = append(m.busy, h)
-		}
-	}
 }
 
 // nextRun returns the next recorded run, handling Cancelled calls on the way.

@@ -1,11 +1,7 @@
 package hashedwheel_test
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -130,8 +126,8 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 		hashedwheel.WithMaxPendingTimeouts(limit),
 		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
 	}
-	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, pool: pool, owned: owned,
-		byTO: make(map[*hashedwheel.Timeout]*fuzzHandle)}
+	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, byTO: make(map[*hashedwheel.Timeout]*fuzzHandle)}
+	m.pool, m.owned = pool, owned
 	if owned {
 		opts = append(opts, hashedwheel.WithoutWorker())
 		if style&1 != 0 {
@@ -233,173 +229,4 @@ func bitsFor(n int) int {
 		b++
 	}
 	return b
-}
-
-// checkOwnedRefusesPool checks that NewTimer refuses WithTaskWorkers with
-// WithoutWorker, with an error naming both (guarantee 18).
-func checkOwnedRefusesPool(t *testing.T, n int) {
-	tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTaskWorkers(n),
-		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
-	if tm != nil || err == nil || !strings.Contains(err.Error(), "WithTaskWorkers") ||
-		!strings.Contains(err.Error(), "WithoutWorker") {
-		t.Fatalf("NewTimer(WithoutWorker(), WithTaskWorkers(%d)) = %v, %v; want a nil Timer and an error "+
-			"naming both options", n, tm, err)
-	}
-}
-
-// Values of fuzzOwner.in other than the number of an Advance in progress.
-const (
-	inNothing      = 0  // no call of the owner's in progress
-	inNextDeadline = -1 // the owner's NextDeadline
-	inProbe        = -2 // an Advance or NextDeadline of the test goroutine, while the owner sleeps
-	inStop         = -3 // a Stop of the test goroutine, while the owner sleeps
-)
-
-// fuzzOwner is the goroutine that drives a Timer made WithoutWorker in
-// FuzzTimerOwned. With poll 0 it loops NextDeadline, sleeps until that time
-// or until poke wakes it, then Advance(time.Now()); the harness pokes it after
-// each operation that schedules, resets, cancels or stops. With poll > 0 it
-// calls Advance(time.Now()) at every multiple of poll since the timer was
-// made, and sleeps in between whatever NextDeadline would say; Stop pokes
-// it too, so that it ends at once. Either ends when Advance returns
-// ErrTimerStopped.
-type fuzzOwner struct {
-	m    *fuzzModel
-	poll time.Duration
-	wake chan struct{} // buffer of one: a poke is never lost, and never blocks
-
-	// in is the number of the Advance in progress, or one of the in...
-	// values, so that a task or a Cancelled call knows inside which call
-	// it runs. Set by the owner, or by the test goroutine while the owner
-	// sleeps.
-	in atomic.Int64
-
-	// calls counts the Advance calls made. Owner goroutine only: a
-	// successor starts after its predecessor has ended.
-	calls int64
-
-	exited chan struct{} // closed when Advance has returned ErrTimerStopped
-}
-
-// poke wakes the owner, if it sleeps.
-func (o *fuzzOwner) poke() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run is the owner's loop. advanceFirst makes it call Advance before it
-// first sleeps.
-func (o *fuzzOwner) run(advanceFirst bool) {
-	m := o.m
-	finished := false
-	defer func() {
-		o.in.Store(inNothing)
-		if !finished {
-			// A task called runtime.Goexit, which ends the goroutine that
-			// called Advance: go on in a new one. The polling owner calls
-			// Advance at once; the other asks NextDeadline first.
-			go o.run(o.poll > 0)
-		}
-	}()
-	sleep := time.NewTimer(time.Hour) // made here, so that it runs on the bubble's clock
-	sleep.Stop()
-	spins := 0 // Advance calls in a row made without sleeping that ran nothing
-	for {
-		slept := true
-		if !advanceFirst {
-			slept = o.wait(sleep, spins >= maxOwnerSpins)
-		}
-		advanceFirst = false
-		now := time.Now()
-		o.calls++
-		call := o.calls
-		o.in.Store(call)
-		n, err := m.tm.Advance(now)
-		o.in.Store(inNothing)
-		if errors.Is(err, hashedwheel.ErrTimerStopped) {
-			finished = true
-			close(o.exited)
-			return
-		}
-		m.advanced(call, now, n, err)
-		if slept || n > 0 {
-			spins = 0
-			continue
-		}
-		if spins++; spins == maxOwnerSpins {
-			m.ownerFailed("NextDeadline keeps returning a time already past, and Advance(%v) runs nothing: "+
-				"an owner that sleeps until NextDeadline spins", now.Sub(m.start))
-		}
-	}
-}
-
-// maxOwnerSpins is how many Advance calls in a row, made at once because
-// NextDeadline returned a time already past, may run nothing. One is normal:
-// after a runtime.Goexit, NextDeadline points at the tick it cut short, which
-// may hold nothing more.
-const maxOwnerSpins = 3
-
-// wait blocks until the owner's next Advance is due and reports whether it
-// blocked. stuck makes the owner that sleeps until NextDeadline wait for a
-// poke, rather than spin on a NextDeadline already past.
-func (o *fuzzOwner) wait(sleep *time.Timer, stuck bool) bool {
-	if o.poll > 0 {
-		elapsed := time.Since(o.m.start)
-		sleep.Reset((elapsed/o.poll+1)*o.poll - elapsed)
-		select {
-		case <-sleep.C:
-		case <-o.wake:
-			sleep.Stop()
-		}
-		return true
-	}
-	o.in.Store(inNextDeadline)
-	at, ok := o.m.tm.NextDeadline()
-	o.in.Store(inNothing)
-	d := time.Until(at)
-	switch {
-	case ok && d <= 0 && !stuck:
-		return false
-	case ok && d > 0:
-		sleep.Reset(d)
-		select {
-		case <-sleep.C:
-		case <-o.wake:
-			sleep.Stop()
-		}
-	default:
-		<-o.wake
-	}
-	return true
-}
-
-// advanced checks what the owner's Advance number call returned: no error
-// before Stop, and as many runs as the tasks that ran inside it.
-func (m *fuzzModel) advanced(call int64, now time.Time, n int, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ran := m.callRuns[call]
-	delete(m.callRuns, call)
-	at := now.Sub(m.start)
-	m.ownerCalls = append(m.ownerCalls, fmt.Sprintf("%v: Advance #%d = %d, %v", at, call, n, err))
-	if len(m.ownerCalls) > 32 {
-		m.ownerCalls = m.ownerCalls[len(m.ownerCalls)-32:]
-	}
-	switch {
-	case err != nil:
-		m.ownerErrs = append(m.ownerErrs, fmt.Sprintf("Advance(%v) = %d, %v; want no error before Stop", at, n, err))
-	case n != ran:
-		m.ownerErrs = append(m.ownerErrs, fmt.Sprintf("Advance(%v) returned %d, but %d runs happened inside it", at,
-			n, ran))
-	}
-}
-
-// ownerFailed records a failure seen on the owner's goroutine; the test
-// goroutine reports it.
-func (m *fuzzModel) ownerFailed(format string, args ...any) {
-	m.mu.Lock()
-	m.ownerErrs = append(m.ownerErrs, fmt.Sprintf(format, args...))
-	m.mu.Unlock()
 }

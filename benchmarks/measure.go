@@ -28,7 +28,8 @@ func perOp(r *measure.Window, ops int) map[string]float64 {
 // its scheduler once (the runtime deletes stopped time.Timers lazily, when
 // their P next schedules) and waits, for at most half a second, until the
 // process uses almost no CPU. A wheel that works every tick never gets
-// there; that is what the idle figures then show.
+// there; that is what the idle figures then show. The root module's
+// benchmarks have the same settle, in bench_test.go; keep them alike.
 func settle() {
 	debug.FreeOSMemory()
 	var wg sync.WaitGroup

@@ -121,7 +121,8 @@ func runWorkload(im impl, workload string, param int, sz sizes) (childResult, er
 
 // farDelay is the delay of the i-th of n timeouts pending far away: an hour,
 // plus i/n of one turn of a 512-bucket, 10ms wheel. They fill every bucket
-// evenly, as timeouts made over time would.
+// evenly, as timeouts made over time would. The root module's benchmarks
+// have the same function, for the same wheel, in bench_test.go.
 func farDelay(i, n int) time.Duration {
 	const turn = benchBuckets * benchTick
 	return time.Hour + time.Duration(i)*turn/time.Duration(n)

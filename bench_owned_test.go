@@ -1,0 +1,116 @@
+package hashedwheel_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hashedwheel/hashedwheel"
+)
+
+// BenchmarkAdvance measures the owner's calls when nothing is due, with 1e4
+// timeouts pending an hour away: Advance with the owner's reading of the
+// clock, and NextDeadline, as an event loop makes them at each turn.
+func BenchmarkAdvance(b *testing.B) {
+	tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(benchTick))
+	require.NoError(b, err)
+	defer tm.Stop()
+	for i := range 10_000 {
+		_, err := tm.NewTimeout(nopTask, time.Hour+time.Duration(i)*time.Millisecond)
+		require.NoError(b, err)
+	}
+	_, err = tm.Advance(time.Now())
+	require.NoError(b, err)
+	b.Run("nothing-due", func(b *testing.B) {
+		b.ReportAllocs()
+		now := time.Now()
+		for b.Loop() {
+			if n, err := tm.Advance(now); n != 0 || err != nil {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("NextDeadline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := tm.NextDeadline(); !ok {
+				b.Fatal("nothing pending")
+			}
+		}
+	})
+}
+
+// BenchmarkOwnedScheduleCancel is BenchmarkScheduleCancel's single goroutine
+// case for a Timer with a worker and one made WithoutWorker, whose owner
+// calls Advance every 1024 operations, as an event loop between two polls.
+// cpu-ns/op is the process's CPU, the worker's included.
+func BenchmarkOwnedScheduleCancel(b *testing.B) {
+	b.Run("hashedwheel", func(b *testing.B) {
+		tm := newBenchTimer(b, benchTick)
+		defer tm.Stop()
+		benchOps(b, tm, 1, newTimeoutCancel(tm))
+	})
+	b.Run("hashedwheel.WithoutWorker", func(b *testing.B) {
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(benchTick),
+			hashedwheel.WithTicksPerWheel(benchTicksPerWheel))
+		require.NoError(b, err)
+		defer tm.Stop()
+		op := newTimeoutCancel(tm)
+		calls := 0
+		benchOps(b, nil, 1, func() error {
+			if calls++; calls%1024 == 0 {
+				if _, err := tm.Advance(time.Now()); err != nil {
+					return err
+				}
+			}
+			return op()
+		})
+	})
+}
+
+// BenchmarkOwnedReset is BenchmarkReset's mixed case at 1e5 live timeouts
+// for a Timer with a worker and one made WithoutWorker, whose owner calls
+// Advance every 1024 resets.
+func BenchmarkOwnedReset(b *testing.B) {
+	for _, owned := range []bool{false, true} {
+		name := "hashedwheel"
+		opts := []hashedwheel.Option{hashedwheel.WithTickDuration(benchTick), hashedwheel.WithTicksPerWheel(benchTicksPerWheel)}
+		if owned {
+			name += ".WithoutWorker"
+			opts = append(opts, hashedwheel.WithoutWorker())
+		}
+		b.Run(name, func(b *testing.B) {
+			tm, err := hashedwheel.NewTimer(opts...)
+			require.NoError(b, err)
+			defer tm.Stop()
+			handles := make([]*hashedwheel.Timeout, 100_000)
+			for i := range handles {
+				handles[i], err = tm.NewTimeout(nopTask, resetInitial+farDelay(i, len(handles))-time.Hour)
+				require.NoError(b, err)
+			}
+			if owned {
+				_, err = tm.Advance(time.Now())
+				require.NoError(b, err)
+			} else {
+				drain(b, tm, len(handles), time.Second)
+			}
+			var next, calls int
+			benchResets(b, nil, func(n int) {
+				for range n {
+					if !handles[next].Reset(resetMixedDelay(b, calls)) {
+						b.Fatalf("Reset of live timeout %d returned false", next)
+					}
+					if next++; next == len(handles) {
+						next = 0
+					}
+					if calls++; owned && calls%1024 == 0 {
+						if _, err := tm.Advance(time.Now()); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		})
+	}
+}
