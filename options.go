@@ -100,10 +100,20 @@ func WithMaxPendingTimeouts(n int64) Option {
 // running it itself; by default tasks run one at a time on the worker
 // goroutine, so a slow task delays every later one. exec must not be nil. It
 // is called on the worker goroutine and should return quickly, for example
-// after passing task to a pool of goroutines. A Timeout is expired before exec
-// is called; if exec panics, the panic is logged and the task may not run.
-// If exec waits for the task to finish on another goroutine, the task must
-// not call Stop: Stop would wait for the worker, which waits for exec.
+// after passing task to a pool of goroutines. If exec waits for the task to
+// finish on another goroutine, the task must not call Stop: Stop would wait
+// for the worker, which waits for exec.
+//
+// exec must call each task it is given exactly once, now or later. A run it
+// drops is lost, and the Timer cannot tell: a one-shot Timeout is expired
+// before exec is called, so its task simply never runs; a periodic one stays
+// out on that run for good, pending (in [Timer.PendingTimeouts]) with no
+// later run due, and [Timeout.Reset] returns false on it. [Timeout.Cancel]
+// still cancels it (its [CancelledTask] call, and its count in
+// [Timer.Stats], then come at [Timer.Stop]), and Stop returns it if it was
+// not cancelled. If exec panics, the panic is logged: a one-shot task may
+// not run, and a periodic run that did not start goes back to the worker,
+// whose next run is due a period later.
 //
 // See the example of [WithTaskWorkers], the pool the timer owns, which most
 // programs want instead.

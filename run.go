@@ -17,13 +17,13 @@ const (
 // returned, ranHere if a task ran here or went to the executor (which may
 // have taken time), or handedOff.
 func (t *Timer) handOut(to *Timeout) int64 {
+	// The run counts in Stats before its task starts, wherever it runs: a
+	// task that blocks must not hide it, nor the runs handed out before it.
+	t.published.expired.Store(t.wheel.counters.expired)
 	if t.conf.pool != nil && !isUrgent(to) {
 		t.conf.pool.submit(to)
 		return handedOff
 	}
-	// The run counts in Stats before its task starts: a task that blocks
-	// must not hide it, nor the runs handed out before it.
-	t.published.expired.Store(t.wheel.counters.expired)
 	if t.conf.taskExecutor != nil && !isUrgent(to) {
 		t.execute(to)
 		return ranHere

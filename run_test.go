@@ -66,6 +66,59 @@ func TestTaskExecutorRunsTasksOffTheWorker(t *testing.T) {
 	})
 }
 
+// TestTaskExecutorThatDropsARun holds what WithTaskExecutor's godoc says of
+// a run its executor never calls: a one-shot task never runs and its
+// timeout is expired; a periodic timeout stays pending on that run, with no
+// later run and Reset false, until Cancel or Stop.
+func TestTaskExecutorThatDropsARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var handed atomic.Int32
+		tm, _ := startedTimer(t, hashedwheel.WithTaskExecutor(func(func()) { handed.Add(1) }))
+		var ran atomic.Int32
+		oneShot := mustSchedule(t, tm, 5*time.Millisecond, func() { ran.Add(1) })
+		cancelled, err := tm.Every(20*time.Millisecond, func() { ran.Add(1) })
+		require.NoError(t, err)
+		task := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 1)}
+		kept, err := tm.NewPeriodicTimeout(task, 20*time.Millisecond)
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		assert.Equal(t, int32(3), handed.Load(), "each timeout handed out once, then no more")
+		assert.Zero(t, ran.Load()+task.ran.Load(), "a dropped task ran")
+		assert.True(t, oneShot.IsExpired())
+		assert.Equal(t, uint64(3), tm.Stats().Expired)
+		assert.Equal(t, int64(2), tm.PendingTimeouts(), "the periodic timeouts are pending on their runs")
+		assert.False(t, kept.IsExpired())
+		assert.False(t, kept.Reset(time.Millisecond), "Reset of a periodic timeout out on a run")
+
+		require.True(t, cancelled.Cancel())
+		assert.Equal(t, int64(1), tm.PendingTimeouts())
+		require.True(t, kept.Cancel())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Empty(t, task.cancelled, "Cancelled called before Stop")
+		assert.Zero(t, tm.Stats().Cancelled, "counted as cancelled before Stop")
+		assert.Empty(t, tm.Stop(), "Stop returned a timeout Cancel cancelled")
+		assert.Len(t, task.cancelled, 1, "Cancelled not called by Stop")
+		assert.Equal(t, uint64(2), tm.Stats().Cancelled)
+	})
+}
+
+// TestTaskExecutorThatDropsAPeriodicRunLeavesItToStop: Stop returns a
+// periodic timeout whose run the executor dropped, cancelled.
+func TestTaskExecutorThatDropsAPeriodicRunLeavesItToStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskExecutor(func(func()) {}))
+		to, err := tm.Every(20*time.Millisecond, func() {})
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, []*hashedwheel.Timeout{to}, tm.Stop())
+		assert.True(t, to.IsCancelled())
+	})
+}
+
 func TestGuarantee6PanickingTaskIsLoggedAndWorkerGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logger, logs := newLogger()

@@ -83,6 +83,60 @@ func TestGuarantee15StatsCountARunBeforeItsTaskStarts(t *testing.T) {
 	}
 }
 
+// TestGuarantee15StatsCountAPooledRunBeforeItsTaskStarts: on a pool too,
+// every task sees its own run, and every run started before it, in
+// Expired.
+func TestGuarantee15StatsCountAPooledRunBeforeItsTaskStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(4), hashedwheel.WithTickDuration(time.Millisecond))
+		const n = 400
+		var started, behind atomic.Int64
+		for i := range n {
+			delay := time.Duration(i%7) * time.Millisecond
+			mustSchedule(t, tm, delay, func() {
+				if runs := started.Add(1); tm.Stats().Expired < uint64(runs) {
+					behind.Add(1)
+				}
+			})
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, int64(n), started.Load())
+		assert.Zero(t, behind.Load(), "tasks that saw Expired below the runs started")
+	})
+}
+
+// TestGuarantee15StatsCountRunsLateBehindATaskThatBlocked: of three
+// timeouts due in one tick, the first to run blocks the worker for a
+// second; the other two are handed out a second late, and Stats says so.
+// Within a tick the order is not promised, so whichever runs first blocks.
+func TestGuarantee15StatsCountRunsLateBehindATaskThatBlocked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t)
+		var first atomic.Bool
+		lateness := make(chan time.Duration, 3)
+		for i := range 3 {
+			_, err := tm.NewTimeout(hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
+				lateness <- time.Since(to.Deadline())
+				if first.CompareAndSwap(false, true) {
+					time.Sleep(time.Second)
+				}
+			}), time.Duration(i+1)*time.Millisecond)
+			require.NoError(t, err)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		var longest time.Duration
+		for range 3 {
+			longest = max(longest, <-lateness)
+		}
+		require.GreaterOrEqual(t, longest, time.Second, "the tasks saw")
+		s := tm.Stats()
+		assert.Equal(t, uint64(2), s.Late, "runs handed out more than two ticks late")
+		assert.Equal(t, longest, s.MaxLateness)
+	})
+}
+
 // countingCancel counts its Cancelled calls.
 type countingCancel struct{ calls atomic.Int64 }
 

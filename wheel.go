@@ -243,9 +243,9 @@ func (t *Timer) expireTimeouts(idx int64) {
 	end := t.tickEnd(t.wheel.tick)
 	b := &t.wheel.buckets[idx]
 	b.minDue = math.MaxInt64
-	// now is the time of the hand-outs: read every 64 hand-outs for the
-	// statistics, and before a periodic hand-out if a task ran here since
-	// (it may have blocked), for the skip of the runs behind.
+	// now is the time of the hand-outs, for the statistics and for the skip
+	// of a periodic timeout's runs behind: read every 64 hand-outs, and
+	// again after a task ran here (it may have blocked).
 	var now int64
 	stale, handed := true, 0
 	for to := b.head; to != nil; {
@@ -275,7 +275,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 				return // the rest is for Stop
 			}
 			periodic := isPeriodic(to)
-			if stale && periodic || handed%64 == 0 {
+			if stale || handed%64 == 0 {
 				now, stale = t.elapsed(), false
 			}
 			if !t.expire(to, s, now, periodic) {
