@@ -55,8 +55,10 @@
 //
 // Each started Timer has a worker goroutine and a wheel. Create one and share
 // it across your program; creating one per connection or request defeats its
-// purpose, and a Timer never stopped keeps its goroutine. More than 64 live
-// timers in one process logs a warning.
+// purpose, and a Timer never stopped keeps its goroutine, silently: call
+// [Timer.Stop] when done. More than 64 live (started or not, not stopped)
+// Timers with a worker in one process log a warning; Timers made
+// [WithoutWorker] have no goroutine to keep, and are not counted.
 //
 // # Guarantees
 //

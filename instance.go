@@ -5,12 +5,15 @@ import (
 	"sync/atomic"
 )
 
-// instanceCountLimit is how many live timers a process may have before
-// NewTimer logs a warning (Netty's INSTANCE_COUNT_LIMIT).
+// instanceCountLimit is how many live timers with a worker a process may
+// have before NewTimer logs a warning (Netty's INSTANCE_COUNT_LIMIT, which
+// counts timers that own a thread). Timers made WithoutWorker own no
+// goroutine, and are not counted.
 const instanceCountLimit = 64
 
 var (
-	// liveTimers counts timers created and not yet stopped or collected.
+	// liveTimers counts timers with a worker created and not yet stopped
+	// or collected.
 	liveTimers atomic.Int64
 	// tooManyTimersLogged makes the warning a once-per-process one.
 	tooManyTimersLogged atomic.Bool
@@ -30,9 +33,10 @@ func newInstance(logger *slog.Logger) *instance {
 	return &instance{}
 }
 
-// release counts the timer out of liveTimers, once.
+// release counts the timer out of liveTimers, once. A nil instance, of a
+// Timer made WithoutWorker, was never counted.
 func (i *instance) release() {
-	if i.released.CompareAndSwap(false, true) {
+	if i != nil && i.released.CompareAndSwap(false, true) {
 		liveTimers.Add(-1)
 	}
 }

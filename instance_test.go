@@ -47,3 +47,21 @@ func TestDroppedTimerIsCountedOutWhenCollected(t *testing.T) {
 		return liveTimers.Load() == before
 	}, 5*time.Second, 10*time.Millisecond, "a never-started timer that was collected still counts as live")
 }
+
+// TestTimersWithoutAWorkerAreNotCountedAsLive: a Timer made WithoutWorker
+// has no goroutine to leak, so any number of them (one per event loop, say)
+// neither counts among the live timers nor brings the warning.
+func TestTimersWithoutAWorkerAreNotCountedAsLive(t *testing.T) {
+	tooManyTimersLogged.Store(false)
+	t.Cleanup(func() { tooManyTimersLogged.Store(false) })
+	before := liveTimers.Load()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	for range 2 * instanceCountLimit {
+		tm, err := NewTimer(WithoutWorker(), WithLogger(logger))
+		require.NoError(t, err)
+		defer tm.Stop()
+	}
+	assert.Equal(t, before, liveTimers.Load())
+	assert.Empty(t, logs.String())
+}

@@ -66,7 +66,8 @@ type Timer struct {
 	// Any goroutine pushes; the worker pops.
 	changes mpscQueue
 
-	// instance counts the timer among the live ones until Stop.
+	// instance counts the timer among the live ones until Stop; nil for a
+	// Timer made WithoutWorker, which has no goroutine to leak.
 	instance *instance
 }
 
@@ -273,7 +274,6 @@ func NewTimer(opts ...Option) (*Timer, error) {
 			transferBudget: maxTransfersPerTick,
 			drainInterval:  int64(c.tickDuration),
 		},
-		instance: newInstance(c.logger),
 	}
 	if c.taskWorkers > 0 {
 		t.conf.pool = newTaskPool(t, c.taskWorkers)
@@ -292,9 +292,13 @@ func NewTimer(opts ...Option) (*Timer, error) {
 		// The worker takes new timeouts as soon as it starts.
 		t.wake.kickAt.Store(t.conf.tickDuration)
 	}
-	// A timer dropped without Stop stops counting as live once collected. A
-	// started timer is never collected: its worker refers to it.
-	runtime.AddCleanup(t, (*instance).release, t.instance)
+	if !c.withoutWorker {
+		t.instance = newInstance(c.logger)
+		// A timer dropped without Stop stops counting as live once
+		// collected. A started timer is never collected: its worker
+		// refers to it.
+		runtime.AddCleanup(t, (*instance).release, t.instance)
+	}
 	return t, nil
 }
 
