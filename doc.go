@@ -2,12 +2,15 @@
 // of Netty's HashedWheelTimer, for servers that keep an idle, heartbeat or
 // request deadline for each of hundreds of thousands of connections.
 //
-// Scheduling, re-arming and cancelling a timeout are O(1), allocate at most
-// one small object, and start no goroutine: the tasks run on one worker
-// goroutine per [Timer] (or on a pool it owns, or through an executor you
-// supply), instead of a goroutine per timer as with [time.AfterFunc]. In
-// exchange a task runs at the first tick at or after its deadline: never
-// early, and on an idle machine at most about one tick late.
+// Scheduling, re-arming and cancelling a timeout are O(1) and start no
+// goroutine: the tasks run on one worker goroutine per [Timer] (or on a pool
+// it owns, or through an executor you supply), instead of a goroutine per
+// timer as with [time.AfterFunc]. Scheduling allocates one object, a 64-byte
+// [Timeout] (96 bytes for a periodic one, and three allocations with
+// [WithTaskExecutor]); re-arming and cancelling allocate nothing. A context
+// from [Timer.WithTimeout] costs two allocations, from [Timer.WithDeadline]
+// three. In exchange a task runs at the first tick at or after its deadline:
+// never early, and on an idle machine at most about one tick late.
 //
 // # Jobs
 //

@@ -28,8 +28,8 @@ var ErrNilTask = errors.New("hashedwheel: nil task")
 var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
 // ErrNotCreated is returned by Start, NewTimeout, AfterFunc,
-// NewPeriodicTimeout and Every on a Timer that [NewTimer] did not make, such
-// as the zero value.
+// NewPeriodicTimeout, Every and Advance on a Timer that [NewTimer] did not
+// make, such as the zero value.
 //
 // See the example of [NewTimer].
 var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +

@@ -586,7 +586,9 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 			for time.Now().Before(end) {
 				for behind.Load() && time.Now().Before(end) {
 					time.Sleep(time.Millisecond)
+					pause.RLock() // quiescentHeap sweeps too
 					p.sweep()
+					pause.RUnlock()
 				}
 				pause.RLock()
 				for range 256 {
@@ -611,13 +613,13 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 		for n.idleFull.Load() < int64(len(producers)) && time.Now().Before(end) {
 			time.Sleep(time.Millisecond)
 		}
-		n.heapWarm.Store(quiescentHeap(&pause, producers))
+		n.heapWarm.Store(quiescentHeap(t, tm, n, &pause, producers))
 		time.Sleep(time.Until(end))
 	}
 	wg.Wait()
 	<-paced
 	if c.churn {
-		n.heapEnd.Store(quiescentHeap(&pause, producers))
+		n.heapEnd.Store(quiescentHeap(t, tm, n, &pause, producers))
 	}
 	close(cancels)
 	cancellers.Wait()
@@ -747,13 +749,32 @@ func (p *soakProducer) churn() {
 	}
 }
 
-// quiescentHeap pauses the producers, lets the short timeouts run and the
-// worker unlink what was cancelled, drops the producers' records of what
-// ended, and returns the heap in use after a full GC.
-func quiescentHeap(pause *sync.RWMutex, producers []*soakProducer) uint64 {
+// quiescentHeap pauses the producers, waits until the short timeouts have
+// run and the worker has seen every cancellation (it unlinks a cancelled
+// timeout when it counts it), drops the producers' records of what ended,
+// and returns the heap in use after a full GC. It polls the timer's counters
+// rather than sleeping a guess; the churn timer has no other timeouts than
+// the producers' soakIdle hour-long ones left pending once it settles.
+func quiescentHeap(t *testing.T, tm *hashedwheel.Timer, n *soakCounts, pause *sync.RWMutex, producers []*soakProducer) uint64 {
 	pause.Lock()
 	defer pause.Unlock()
-	time.Sleep(2 * soakSettle)
+	idle := 0
+	for _, p := range producers {
+		idle += len(p.idle)
+	}
+	settled := func() bool {
+		s := tm.Stats()
+		return tm.PendingTimeouts() == int64(idle) && s.Pending == int64(idle) &&
+			s.Cancelled == uint64(n.cancelled.Load())
+	}
+	for give := time.Now().Add(10 * time.Second); !settled(); time.Sleep(time.Millisecond) {
+		if time.Now().After(give) {
+			s := tm.Stats()
+			t.Errorf("heap read unsettled after 10s: %d pending (stats %d), want the %d idle ones; the worker saw %d cancellations of %d",
+				tm.PendingTimeouts(), s.Pending, idle, s.Cancelled, n.cancelled.Load())
+			break
+		}
+	}
 	for _, p := range producers {
 		p.sweep()
 		// Keep only what is needed, so that the lists' spare capacity

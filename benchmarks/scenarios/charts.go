@@ -38,15 +38,53 @@ func (rep *Report) Charts(out string) error {
 }
 
 func caption(rep *Report) string {
-	return chart.Caption(rep.Meta.Info, fmt.Sprintf("; medians of %d rounds", rep.Params.Rounds), rep.Meta.Quick)
+	return chart.Caption(rep.Meta.Info, fmt.Sprintf("; medians of %d rounds, a dot per round", rep.Params.Rounds), rep.Meta.Quick)
+}
+
+// roundPoints draws a hollow dot for each round's value, shifted off
+// points to the right of its x (to sit on a bar drawn with that offset).
+type roundPoints struct {
+	xys   plotter.XYs
+	off   vg.Length
+	color color.Color
+}
+
+// newRoundPoints returns the dots of r's figure in each round it ran, at x.
+func newRoundPoints(r *Result, metric string, x float64, off vg.Length, c color.Color) *roundPoints {
+	rp := &roundPoints{off: off, color: c}
+	for _, m := range r.Reps {
+		if y, ok := m[metric]; ok && !math.IsNaN(y) {
+			rp.xys = append(rp.xys, plotter.XY{X: x, Y: y})
+		}
+	}
+	return rp
+}
+
+func (rp *roundPoints) Plot(c draw.Canvas, plt *plot.Plot) {
+	tx, ty := plt.Transforms(&c)
+	sty := draw.GlyphStyle{Color: rp.color, Radius: vg.Points(3), Shape: draw.RingGlyph{}}
+	for _, xy := range rp.xys {
+		pt := vg.Point{X: tx(xy.X) + rp.off, Y: ty(xy.Y)}
+		if c.Contains(pt) {
+			c.DrawGlyph(sty, pt)
+		}
+	}
+}
+
+// DataRange makes the plot's axes hold every round.
+func (rp *roundPoints) DataRange() (xmin, xmax, ymin, ymax float64) {
+	if len(rp.xys) == 0 {
+		return math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	}
+	return plotter.XYRange(rp.xys)
 }
 
 // sessionsCoresChart draws the cores used against the number of sessions,
-// one line per variant, both axes logarithmic, with the range over the
-// rounds as error bars.
+// one line per variant through the medians, both axes logarithmic, with a
+// dot for each round and the range over the rounds as error bars.
 func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 	p := chart.New(fmt.Sprintf("Sessions: CPU used, heartbeat every %v, idle deadline re-armed every %v", dur(rep.Params.Period), dur(rep.Params.Activity)),
-		"sessions (log scale)\n"+caption(rep)+"; error bars from the lowest round to the highest", "cores used (log scale)")
+		"sessions (log scale)\n"+caption(rep), "cores used (log scale)")
 	chart.LogLog(p, chart.OneTwoFive{})
 	ymin, ymax := math.Inf(1), 0.0
 	var over plotter.XYs // overloaded variants: no line, a cross and a note
@@ -69,6 +107,12 @@ func sessionsCoresChart(path string, rep *Report, sc *scenario) error {
 			}
 			xys = append(xys, plotter.XY{X: float64(n), Y: y})
 			errs = append(errs, struct{ Low, High float64 }{y - r.Min["cores"], r.Max["cores"] - y})
+		}
+		// Every round, those that fell behind too.
+		for _, n := range sc.Cases {
+			if r := rep.get(sc.Name, n, v.ID); r != nil {
+				p.Add(newRoundPoints(r, "cores", float64(n), 0, plotutil.Color(i)))
+			}
 		}
 		if len(xys) == 0 {
 			continue
@@ -159,6 +203,11 @@ func eventLoopCPUChart(path string, rep *Report) error {
 			return err
 		}
 		p.Add(ls)
+		for g, sc := range groups {
+			if r := rep.get(sc.Name, 0, v.ID); r != nil {
+				p.Add(newRoundPoints(r, "cores", float64(g), off, color.Black))
+			}
+		}
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
@@ -195,6 +244,7 @@ func deadlinesCPUChart(path string, rep *Report) error {
 		var xys plotter.XYs
 		var errs plotter.YErrors
 		var labels plotter.XYLabels
+		var rounds []plot.Plotter
 		for i, v := range sc.Variants {
 			names = append(names, v.Label)
 			r := rep.get(sc.Name, 0, v.ID)
@@ -209,6 +259,7 @@ func deadlinesCPUChart(path string, rep *Report) error {
 			}
 			xys = append(xys, plotter.XY{X: float64(i), Y: y})
 			errs = append(errs, struct{ Low, High float64 }{y - r.Min[s.metric], r.Max[s.metric] - y})
+			rounds = append(rounds, newRoundPoints(r, s.metric, float64(i), 0, color.Black))
 			labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: r.Max[s.metric]})
 			labels.Labels = append(labels.Labels, num(y, map[bool]int{true: 1, false: 0}[s.metric == "cpu_us_req"]))
 		}
@@ -235,6 +286,7 @@ func deadlinesCPUChart(path string, rep *Report) error {
 			}
 			p.Add(ls)
 		}
+		p.Add(rounds...)
 		p.NominalX(names...)
 		p.X.Tick.Label.Font.Size = vg.Points(8)
 		p.Legend.Top = true

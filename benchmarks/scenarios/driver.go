@@ -47,8 +47,12 @@ type Result struct {
 	Scenario string `json:"scenario"`
 	Case     int    `json:"case"`
 	Variant  string `json:"variant"`
-	// Reps are the figures of each round, in the order they ran.
-	Reps []map[string]float64 `json:"reps,omitempty"`
+	// Reps are the figures of each round, in the order they ran; Rounds
+	// holds the round number (from 1) of each, and Positions where in its
+	// round the variant ran (0: first). A round that failed has no Rep.
+	Reps      []map[string]float64 `json:"reps,omitempty"`
+	Rounds    []int                `json:"rounds,omitempty"`
+	Positions []int                `json:"positions,omitempty"`
 	// Median, Min and Max of each figure over the rounds.
 	Median     map[string]float64 `json:"median,omitempty"`
 	Min        map[string]float64 `json:"min,omitempty"`
@@ -63,6 +67,8 @@ type Report struct {
 	Params    params      `json:"params"`
 	Scenarios []*scenario `json:"scenarios"`
 	Results   []*Result   `json:"results"`
+	// Ratios are the per-round ratios the tables and the README quote.
+	Ratios []*Ratio `json:"ratios,omitempty"`
 }
 
 // Meta describes the run: the machine, then this program's own fields.
@@ -102,7 +108,7 @@ func scenarioNames() []string {
 
 // drive runs the chosen scenarios and writes the report. It returns the
 // number of failed hard checks.
-func drive(out string, quick bool, p params, names, variants []string) (int, error) {
+func drive(out, readme string, quick bool, p params, names, variants []string) (int, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return 0, err
 	}
@@ -140,7 +146,9 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 			}
 			for k := range p.Rounds {
 				// Interleave: every variant runs once per round, and the
-				// order turns each round.
+				// order turns each round, so that no variant always runs
+				// first (or right after the same one), and each round's
+				// ratios compare runs minutes apart at most.
 				for j := range sc.Variants {
 					v := sc.Variants[(j+k)%len(sc.Variants)]
 					r := byVariant[v.ID]
@@ -156,6 +164,8 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 						status = "FAILED: " + err.Error()
 					default:
 						r.Reps = append(r.Reps, o.Metrics)
+						r.Rounds = append(r.Rounds, k+1)
+						r.Positions = append(r.Positions, j)
 						for _, viol := range o.Violations {
 							r.Violations = append(r.Violations, fmt.Sprintf("round %d: %s", k+1, viol))
 						}
@@ -175,6 +185,12 @@ func drive(out string, quick bool, p params, names, variants []string) (int, err
 	for _, r := range rep.Results {
 		summarize(r)
 		failed += len(r.Violations)
+	}
+	rep.computeRatios()
+	if readme != "" {
+		if err := rep.updateReadme(readme); err != nil {
+			return failed, err
+		}
 	}
 	return failed, report.Save(out, "scenarios", rep)
 }
@@ -216,13 +232,22 @@ func meta(quick bool) Meta {
 	}
 }
 
-// rerender writes the tables and charts of the report in file under out.
-func rerender(file, out string) error {
+// rerender writes the tables and charts of the report in file under out,
+// with its per-round ratios computed again, and the README's summary table
+// if readme is not empty.
+func rerender(file, out, readme string) error {
 	var rep Report
 	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
-	return report.Save(out, "scenarios", &rep)
+	rep.computeRatios()
+	if err := report.Save(out, "scenarios", &rep); err != nil {
+		return err
+	}
+	if readme != "" {
+		return rep.updateReadme(readme)
+	}
+	return nil
 }
 
 // Files written to the output directory besides scenarios.json and

@@ -2,8 +2,8 @@
 // against the standard library, in programs shaped like a user's, and writes
 // the figures, the tables and the charts under an output directory:
 //
-//	cd benchmarks && go run ./scenarios                 # about 25 minutes on 2 cores
-//	cd benchmarks && go run ./scenarios -quick -out "$(mktemp -d)"  # tiny sizes, about a minute
+//	cd benchmarks && go run ./scenarios                 # about 45 minutes on 2 cores
+//	cd benchmarks && go run ./scenarios -quick -out "$(mktemp -d)"  # tiny sizes, about two minutes
 //
 // The scenarios:
 //
@@ -23,9 +23,17 @@
 //     connection, each with its own deadline.
 //
 // Every variant of every scenario runs in processes of its own (this command
-// again, with -role), the variants of a scenario take turns over -rounds
-// rounds, and the tables show medians with the range over the rounds. CPU is
-// the whole process's, from getrusage. It runs on Linux.
+// again, with -role); the variants of a scenario take turns within each of
+// -rounds rounds (5 by default), the order turning each round. A ratio
+// between two variants is taken round by round, each variant against the
+// other's run in the same round, and the tables show the median of those
+// ratios with their range; a difference is a win or a cost only when every
+// round's ratio is on the same side of 1 (see minVerdictRounds), and even
+// otherwise. CPU is the whole process's, from getrusage. It runs on Linux.
+//
+// With -readme ../README.md the command also rewrites the README's scenario
+// table, between its markers; -render docs/scenarios.json does the same from
+// a run's JSON without running anything.
 package main
 
 import (
@@ -50,11 +58,12 @@ func main() {
 		run    = flag.String("run", "", "comma-separated scenarios to run (default all): "+strings.Join(scenarioNames(), ", "))
 		only   = flag.String("variants", "", "comma-separated variants to run (default all of each scenario)")
 		render = flag.String("render", "", "write the tables and charts of an existing scenarios.json again, without running anything")
+		readme = flag.String("readme", "", "a README whose scenario table, between its markers, to rewrite from the run")
 		role   = flag.String("role", "", "run one process of a scenario (used by the driver): "+strings.Join(roleNames(), ", "))
 		spec   = flag.String("spec", "", "the -role process's parameters, as JSON (used by the driver)")
 		profs  = flag.String("profiles", "", "a directory to keep the measured processes' CPU profiles in, for go tool pprof")
 	)
-	flag.Bool("quick", false, "tiny sizes and one round, to check that everything runs")
+	flag.Bool("quick", false, "tiny sizes and two rounds, to check that everything runs")
 	p.flags(flag.CommandLine)
 	flag.Parse()
 
@@ -69,7 +78,7 @@ func main() {
 		os.Exit(runRole(*role, *spec))
 	}
 	if *render != "" {
-		if err := rerender(*render, *out); err != nil {
+		if err := rerender(*render, *out, *readme); err != nil {
 			fmt.Fprintln(os.Stderr, "scenarios:", err)
 			os.Exit(1)
 		}
@@ -87,7 +96,7 @@ func main() {
 	if *only != "" {
 		variants = strings.Split(*only, ",")
 	}
-	failed, err := drive(*out, quick, p, names, variants)
+	failed, err := drive(*out, *readme, quick, p, names, variants)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scenarios:", err)
 		os.Exit(1)
@@ -149,7 +158,7 @@ type params struct {
 
 func fullParams() params {
 	return params{
-		Rounds: 3, Tick: 10 * time.Millisecond,
+		Rounds: minVerdictRounds, Tick: 10 * time.Millisecond,
 
 		Sessions: []int{1e4, 1e5, 1e6}, Period: time.Second, Activity: time.Second,
 		IdleLimit: 10 * time.Second, SilentSessions: 100,
@@ -176,7 +185,7 @@ func fullParams() params {
 
 func quickParams() params {
 	return params{
-		Rounds: 1, Tick: 10 * time.Millisecond,
+		Rounds: 2, Tick: 10 * time.Millisecond,
 
 		Sessions: []int{1e3, 1e4}, Period: 100 * time.Millisecond, Activity: 100 * time.Millisecond,
 		IdleLimit: 1500 * time.Millisecond, SilentSessions: 20,
@@ -203,7 +212,7 @@ func quickParams() params {
 
 // flags binds every field of p to a flag, with p's values as defaults.
 func (p *params) flags(fs *flag.FlagSet) {
-	fs.IntVar(&p.Rounds, "rounds", p.Rounds, "rounds: each variant of each scenario runs once per round; tables show medians")
+	fs.IntVar(&p.Rounds, "rounds", p.Rounds, "rounds: each variant of each scenario runs once per round, the order turning each round; ratios are taken round by round, and a verdict needs at least 5")
 	fs.DurationVar(&p.Tick, "tick", p.Tick, "the wheel's tick duration (and the heap variant's OnTick period)")
 
 	fs.Var((*intList)(&p.Sessions), "sessions", "sessions: the session counts, comma-separated (1e6 or 1000000)")

@@ -65,7 +65,7 @@ type col struct {
 	prec   int
 	scale  float64 // multiply by, if not 0 (100 for a share in %)
 	spread bool    // add the range over the rounds
-	ratio  bool    // the ratio of the median to the base variant's
+	ratio  bool    // the median of the round-by-round ratios to the base variant, their range, and "even" if they do not all fall on one side of 1
 	rounds bool    // the rounds in which the figure was not 0, of all
 	// perOp marks a cost per operation, meaningless in a round where the
 	// variant could not keep up (sessions: "overloaded").
@@ -130,14 +130,23 @@ func (rep *Report) cell(sc *scenario, cs int, r *Result, c col) string {
 		return "overloaded"
 	}
 	if c.ratio {
-		base, ok := rep.value(sc.Name, cs, sc.base(), c.metric)
-		if !ok || base == 0 {
+		if r.Variant == sc.base() {
+			return "1"
+		}
+		// Round by round; a round in which either fell behind has no cost
+		// to compare, and is left out.
+		q, ok := rep.ratio(sc.Name, cs, r.Variant, sc.base(), c.metric)
+		if !ok {
 			return "–"
 		}
-		if br := rep.get(sc.Name, cs, sc.base()); br.overloaded() || r.overloaded() {
-			return "–" // a variant that fell behind has no cost per operation to compare
+		s := fmt.Sprintf("%.2f×", q.Median)
+		if len(q.Values) > 1 {
+			s += fmt.Sprintf(" <sub>%.2f–%.2f</sub>", q.Min, q.Max)
 		}
-		return fmt.Sprintf("%.2f×", v/base)
+		if q.Verdict == "even" {
+			s += " even"
+		}
+		return s
 	}
 	s := num(v*scale, c.prec)
 	if c.spread && len(r.Reps) > 1 {
@@ -202,7 +211,7 @@ func (rep *Report) Markdown() string {
 	p := rep.Params
 	b.WriteString("# Scenario benchmarks\n\n")
 	b.WriteString("Written by `benchmarks/scenarios` (do not edit; run it again). The microbenchmarks in [benchmarks.md](benchmarks.md) compare the calls; these programs ask what a user asks: in a program like mine, how much CPU and memory does the wheel save, and where does it save nothing? Each scenario is a small program shaped like a user's, written once per variant; the variant ratios are to the standard-library way of doing the same job in the same run.\n\n")
-	fmt.Fprintf(&b, "**Method.** Every run of every variant is a fresh process (this command again, with `-role`); servers and their clients are separate processes talking over real TCP sockets on loopback. CPU is the measured process's, from getrusage (every thread: the timers' goroutines, the garbage collector and the network code are all counted). The variants of a scenario take turns, the order rotating each round; tables show the median of the rounds and, in small print, the lowest and highest. The timer share comes from a CPU profile of the measured process over the same window (%d Hz): the samples whose stack, read from the leaf, reaches timer code (this library, the runtime's timers and `time`, deadline contexts, the heap, the variant's own timer code) before a connection's own write or close.\n\n", profileHz)
+	fmt.Fprintf(&b, "**Method.** Every run of every variant is a fresh process (this command again, with `-role`); servers and their clients are separate processes talking over real TCP sockets on loopback. CPU is the measured process's, from getrusage (every thread: the timers' goroutines, the garbage collector and the network code are all counted). The variants of a scenario take turns within each round, the order rotating each round; tables show the median of the rounds and, in small print, the lowest and highest. A ratio (×) is taken round by round, each variant against the standard-library variant's run in the same round, and the table shows the median of those ratios, their range in small print, and *even* when they do not all fall on the same side of 1 (or the median is within 5%% of 1); scenarios.json holds every round's ratio. The timer share comes from a CPU profile of the measured process over the same window (%d Hz): the samples whose stack, read from the leaf, reaches timer code (this library, the runtime's timers and `time`, deadline contexts, the heap, the variant's own timer code) before a connection's own write or close.\n\n", profileHz)
 	fmt.Fprintf(&b, "**Machine.** %s, %d cores (GOMAXPROCS %d), %s, %s, file limit %d. Run %s", m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.OSArch, m.FileLimit, m.Date)
 	if m.Commit != "" {
 		fmt.Fprintf(&b, " at commit %s", m.Commit)

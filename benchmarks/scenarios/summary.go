@@ -9,36 +9,21 @@ import (
 // comparison is variant a against variant b on one figure where less is
 // better.
 type comparison struct {
-	a, b    float64 // medians
-	ratio   float64 // a / b
-	verdict string  // "less", "more" or "even"
+	a, b    float64 // medians of each variant's own rounds
+	ratio   float64 // the median of the round-by-round ratios a / b
+	q       *Ratio
+	verdict string // "less", "more", "even" or "few" (see Ratio.Verdict)
 }
 
-// compare compares the medians of a and b; the verdict is "less" or "more"
-// only when their ranges over at least 3 rounds do not overlap and they
-// differ by 5% or more.
+// compare compares a with b round by round (see Report.ratio).
 func (rep *Report) compare(scenario string, c int, a, b, metric string) (comparison, bool) {
-	ra, rb := rep.get(scenario, c, a), rep.get(scenario, c, b)
-	if ra == nil || rb == nil || ra.Median == nil || rb.Median == nil {
+	q, ok := rep.ratio(scenario, c, a, b, metric)
+	if !ok {
 		return comparison{}, false
 	}
-	va, oka := rep.value(scenario, c, a, metric)
-	vb, okb := rep.value(scenario, c, b, metric)
-	if !oka || !okb || vb == 0 {
-		return comparison{}, false
-	}
-	// Differences under 5% are even, whatever the rounds say: this
-	// machine's noise is larger.
-	cmp := comparison{a: va, b: vb, ratio: va / vb, verdict: "even"}
-	switch {
-	case len(ra.Reps) < 3 || len(rb.Reps) < 3:
-		cmp.verdict = "few"
-	case ra.Max[metric] < rb.Min[metric] && cmp.ratio < 0.95:
-		cmp.verdict = "less"
-	case ra.Min[metric] > rb.Max[metric] && cmp.ratio > 1.05:
-		cmp.verdict = "more"
-	}
-	return cmp, true
+	va, _ := rep.value(scenario, c, a, metric)
+	vb, _ := rep.value(scenario, c, b, metric)
+	return comparison{a: va, b: vb, ratio: q.Median, q: q, verdict: q.Verdict}, true
 }
 
 // word is a verdict for the reader: the wheel wins where it takes less.
@@ -49,14 +34,14 @@ func (c comparison) word() string {
 	case "more":
 		return "costs more"
 	case "few":
-		return "measured (fewer than 3 rounds: no verdict)"
+		return fmt.Sprintf("no verdict yet: %d rounds agree, %d needed", len(c.q.Values), minVerdictRounds)
 	}
 	return "even"
 }
 
-// versus writes "0.15× Label (0.14 against 0.95 unit)".
+// versus writes "0.15× [0.12–0.18] Label (0.14 against 0.95 unit)".
 func (c comparison) versus(label string, prec int, unit string) string {
-	return fmt.Sprintf("%.2f× %s (%s against %s%s)", c.ratio, label, num(c.a, prec), num(c.b, prec), unit)
+	return fmt.Sprintf("%s %s (%s against %s%s)", c.q, label, num(c.a, prec), num(c.b, prec), unit)
 }
 
 // summary is the "What this means for you" list: one item per job, each
@@ -69,7 +54,7 @@ func (rep *Report) summary() string {
 	item := func(verdict, text string) {
 		fmt.Fprintf(&b, "- **%s**: %s\n", strings.ToUpper(verdict[:1])+verdict[1:], text)
 	}
-	b.WriteString("Generated from the tables below: a claim is a win or a cost only where the wheel's range over the rounds and the other's do not overlap and they differ by 5% or more; otherwise it is even.\n\n")
+	fmt.Fprintf(&b, "Generated from the tables below. Each ratio is the median of the round-by-round ratios (each round's run of one variant over the other's in the same round), with their range; a claim is a win or a cost only where all of at least %d rounds fall on the same side of 1 and the median is %.0f%% or more from 1; where the rounds disagree it is even.\n\n", minVerdictRounds, 100*evenWithin)
 
 	if sc := rep.scenario("sessions"); sc != nil {
 		// The largest count at which both kept up; a count at which the

@@ -25,10 +25,10 @@ import (
 )
 
 // client is how a simulated client uses its session: n messages gap apart,
-// sent by it or delivered to it; then it is quiet until it leaves.
+// sent by it or delivered to it (either way is activity); then it is quiet
+// until it leaves.
 type client struct {
 	name       string
-	sends      bool // false: it only receives
 	n          int
 	gap, leave time.Duration
 }
@@ -87,9 +87,9 @@ func serveAll(timer *hashedwheel.Timer, limit time.Duration, cs []client) []resu
 // receiving, and one goes quiet after two messages.
 func clients() []client {
 	return []client{
-		{"talker", true, 10, 100 * time.Millisecond, 1050 * time.Millisecond},
-		{"listener", false, 10, 100 * time.Millisecond, 1050 * time.Millisecond},
-		{"quiet", true, 2, 100 * time.Millisecond, 1050 * time.Millisecond},
+		{"talker", 10, 100 * time.Millisecond, 1050 * time.Millisecond},
+		{"listener", 10, 100 * time.Millisecond, 1050 * time.Millisecond},
+		{"quiet", 2, 100 * time.Millisecond, 1050 * time.Millisecond},
 	}
 }
 
@@ -106,10 +106,10 @@ func main() {
 		case r.err != nil:
 			fmt.Printf("%-8s %v\n", c.name, r.err)
 		case r.left:
-			fmt.Printf("%-8s (sends: %-5v) left after %d messages\n", c.name, c.sends, r.messages)
+			fmt.Printf("%-8s left after %d messages\n", c.name, r.messages)
 		default:
-			fmt.Printf("%-8s (sends: %-5v) closed after %d messages, idle for %v (limit %v)\n",
-				c.name, c.sends, r.messages, r.idleFor.Round(time.Millisecond), limit)
+			fmt.Printf("%-8s closed after %d messages, idle for %v (limit %v)\n",
+				c.name, r.messages, r.idleFor.Round(time.Millisecond), limit)
 		}
 	}
 	timer.Stop()       // on every path: nothing above returns early

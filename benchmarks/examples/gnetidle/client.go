@@ -20,7 +20,7 @@ func run(limit time.Duration) (talker, silent report, err error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	s := &server{limit: limit, booted: make(chan struct{}), loops: make(map[gnet.EventLoop]*loop)}
+	s := &server{limit: limit, origin: time.Now(), booted: make(chan struct{}), loops: make(map[gnet.EventLoop]*loop)}
 	served := make(chan error, 1)
 	go func() {
 		served <- gnet.Run(s, "tcp://"+addr, gnet.WithMulticore(true), gnet.WithTicker(true))

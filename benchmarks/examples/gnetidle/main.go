@@ -27,6 +27,7 @@ const tick = 10 * time.Millisecond
 type server struct {
 	gnet.BuiltinEventEngine
 	limit  time.Duration // a connection silent this long is closed
+	origin time.Time     // when the server was made; loops publish deadlines relative to it
 	eng    gnet.Engine
 	booted chan struct{}
 	mu     sync.Mutex // guards loops, which OnOpen of several loops fill
@@ -36,10 +37,15 @@ type server struct {
 // loop is one event loop's wheel; only that loop calls Advance and
 // NextDeadline. OnTick, on gnet's ticker goroutine, reads next and hands the
 // loop a sweep when it has come.
+//
+// next is a duration since the server's origin, both read on the monotonic
+// clock (time.Time.Sub, time.Since): a step of the wall clock neither
+// delays nor hastens a sweep. Unix nanoseconds would follow such a step.
 type loop struct {
 	el     gnet.EventLoop
+	origin time.Time
 	wheel  *hashedwheel.Timer
-	next   atomic.Int64 // NextDeadline in Unix ns, MaxInt64 if none
+	next   atomic.Int64 // NextDeadline as a time.Duration since origin, MaxInt64 if none
 	queued atomic.Bool  // a sweep is on its way to the loop
 }
 
@@ -61,18 +67,18 @@ func (s *server) loopOf(el gnet.EventLoop) *loop {
 	if err != nil {
 		panic(err) // the options are constants
 	}
-	l := &loop{el: el, wheel: wheel}
+	l := &loop{el: el, origin: s.origin, wheel: wheel}
 	s.loops[el] = l
 	return l
 }
 
 // publish tells OnTick when the loop's wheel next needs it.
 func (l *loop) publish() {
-	next := int64(math.MaxInt64)
+	next := time.Duration(math.MaxInt64)
 	if at, ok := l.wheel.NextDeadline(); ok {
-		next = at.UnixNano()
+		next = at.Sub(l.origin) // monotonic: NextDeadline's time carries a monotonic reading
 	}
-	l.next.Store(next)
+	l.next.Store(int64(next))
 }
 
 func (s *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -116,14 +122,18 @@ func (s *server) OnClose(c gnet.Conn, _ error) gnet.Action {
 // OnTick hands each loop whose wheel's next deadline has come a sweep that
 // advances it on the loop, and looks again a tick later.
 func (s *server) OnTick() (time.Duration, gnet.Action) {
-	now := time.Now().UnixNano()
+	now := time.Since(s.origin)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range s.loops {
-		if l.next.Load() <= now && l.queued.CompareAndSwap(false, true) {
+		if time.Duration(l.next.Load()) <= now && l.queued.CompareAndSwap(false, true) {
 			_ = l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 				l.queued.Store(false)
-				_, _ = l.wheel.Advance(time.Now())
+				// The wheel is made WithoutWorker and only this loop drives
+				// it, so the one error left is ErrTimerStopped, at shutdown.
+				if _, err := l.wheel.Advance(time.Now()); err != nil {
+					return err
+				}
 				l.publish()
 				return nil
 			}))
