@@ -40,7 +40,8 @@ var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another
 // call is bounded. After a long gap, a call costs time that grows with the
 // runs due and the buckets in use, not with the ticks that passed.
 //
-// Advance returns [ErrHasWorker] on a Timer with a worker,
+// Advance returns [ErrNotCreated] on a Timer that [NewTimer] did not make,
+// [ErrHasWorker] on a Timer with a worker,
 // [ErrConcurrentAdvance] if another Advance or [Timer.NextDeadline] of the
 // Timer is in progress (it then changes nothing), and [ErrTimerStopped] after
 // [Timer.Stop]. A task may call Stop: the call then hands out nothing more and
