@@ -18,7 +18,8 @@ import (
 //
 //  1. the sessions are made over one period (so their heartbeats spread);
 //  2. a goroutine of its own re-arms every active session once per
-//     activity interval, in slices every 10ms, through the warm-up;
+//     activity interval, in slices due every 10ms (a late wake does the
+//     slices it missed), through the warm-up;
 //  3. live memory per session is read after a full GC;
 //  4. phase A, one window: heartbeats only (the activity goroutine pauses);
 //  5. phase B, one window: heartbeats and activity;
@@ -328,14 +329,30 @@ func (g *goroutineSessions) beats() (n int64) {
 // re-arms' own.
 type activity struct {
 	on      atomic.Bool
+	since   atomic.Int64 // when start last switched it on, ns since sr.base
 	created atomic.Int64 // sessions made so far: the maker stores it after each batch
 	rearms  atomic.Int64
 	cpu     atomic.Int64 // ns of thread CPU spent in the re-arm calls
+	// lateMax is the longest a slice waited past its due time before the
+	// goroutine started it, in ns; the measured phases reset it.
+	lateMax atomic.Int64
+}
+
+// start switches the activity on: its first slice is due now.
+func (a *activity) start() {
+	a.since.Store(sr.now())
+	a.on.Store(true)
 }
 
 // slice is how often the activity goroutine wakes to re-arm its share.
 const activitySlice = 10 * time.Millisecond
 
+// run re-arms the sessions in slices, one due every activitySlice while on.
+// Activity is traffic: messages that arrive while the goroutine is not run
+// (its process waits for a CPU, say) are still there when it is, so a wake
+// that comes late does every slice due since the last, rather than drop
+// them as a Ticker drops ticks. Re-arms fall short of those due only when
+// the re-arm calls themselves cannot keep up.
 func (a *activity) run(set sessionSet, stop <-chan struct{}) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -344,6 +361,7 @@ func (a *activity) run(set sessionSet, stop <-chan struct{}) {
 	tk := time.NewTicker(activitySlice)
 	defer tk.Stop()
 	i := 0
+	next := int64(-1) // when the next slice is due, ns since sr.base; -1 while off
 	for {
 		select {
 		case <-stop:
@@ -351,6 +369,7 @@ func (a *activity) run(set sessionSet, stop <-chan struct{}) {
 		case <-tk.C:
 		}
 		if !a.on.Load() {
+			next = -1
 			continue
 		}
 		// While the sessions are being made, the ones made so far are
@@ -359,15 +378,26 @@ func (a *activity) run(set sessionSet, stop <-chan struct{}) {
 		if n == 0 {
 			continue
 		}
-		c0 := measure.ThreadCPU()
-		for done := 0; done < per; i = (i + 1) % n {
-			if !sr.silent(i) {
-				set.rearm(i)
-				done++
-			}
+		now := sr.now()
+		if next < 0 {
+			next = a.since.Load()
 		}
-		a.cpu.Add(int64(measure.ThreadCPU() - c0))
-		a.rearms.Add(int64(per))
+		if late := now - next; late > a.lateMax.Load() {
+			a.lateMax.Store(late)
+		}
+		// Each slice is counted as it ends, so that a phase that ends in
+		// the middle of a catch-up counts the slices done before its end.
+		for ; next <= now && a.on.Load(); next += int64(activitySlice) {
+			c0 := measure.ThreadCPU()
+			for done := 0; done < per; i = (i + 1) % n {
+				if !sr.silent(i) {
+					set.rearm(i)
+					done++
+				}
+			}
+			a.cpu.Add(int64(measure.ThreadCPU() - c0))
+			a.rearms.Add(int64(per))
+		}
 	}
 }
 
@@ -412,7 +442,7 @@ func runSessionsRole(raw []byte) error {
 	var act activity
 	stop := make(chan struct{})
 	go act.run(set, stop)
-	act.on.Store(true)
+	act.start()
 	// Make the sessions in ten batches over one period, so that their
 	// heartbeats spread over it.
 	const batches = 10
@@ -446,7 +476,8 @@ func runSessionsRole(raw []byte) error {
 	rearms0, rcpu0 := act.rearms.Load(), act.cpu.Load()
 	beats0 = set.beats()
 	var b measure.Window
-	act.on.Store(true)
+	act.lateMax.Store(0)
+	act.start()
 	b.Begin()
 	time.Sleep(spec.Window / 2)
 	goroutines := runtime.NumGoroutine()
@@ -493,6 +524,9 @@ func runSessionsRole(raw []byte) error {
 		"goroutines":   float64(goroutines),
 		"alive_end":    float64(alive),
 		"gcs":          float64(a.GCs + b.GCs),
+		// The longest the activity goroutine woke after a slice was due
+		// in phase B (it then did the slices it missed).
+		"activity_late_ms": measure.Millis(time.Duration(act.lateMax.Load())),
 	}
 	var intervals []float64
 	for _, ps := range sr.samples {
