@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -223,4 +224,70 @@ func isConnIO(fn string) bool {
 		}
 	}
 	return false
+}
+
+// runQueueWait returns how long the threads of this process have waited,
+// runnable, for a CPU (the second figure of each thread's schedstat in
+// /proc): time the machine gave to other threads, of this process or of
+// other programs. Threads that have exited are not counted. It returns 0
+// if /proc cannot be read.
+func runQueueWait() time.Duration {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				sum += ns
+			}
+		}
+	}
+	return time.Duration(sum)
+}
+
+// machineBusy returns the CPU time the whole machine has spent busy (every
+// state of /proc/stat's first line but idle and iowait), or 0 if /proc
+// cannot be read. Less this process's own CPU over a window, it is what
+// other programs took of the machine meanwhile.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	// user nice system idle iowait irq softirq steal; guest time is
+	// counted in user already.
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += n
+	}
+	// /proc/stat counts in USER_HZ, 100 on every Linux architecture.
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// othersCores is how many cores other programs kept busy, on average, over
+// a window that began with the machine busy busy0 and whose own CPU was
+// w.CPU.
+func othersCores(busy0 time.Duration, w *measure.Window) float64 {
+	if busy0 == 0 {
+		return 0
+	}
+	return max(0, (machineBusy()-busy0-w.CPU).Seconds()/w.Wall.Seconds())
 }
