@@ -90,7 +90,11 @@ func runWorkload(im impl, workload string, param int, sz sizes) (childResult, er
 	case "memory":
 		res.Metrics, err = pendingMemory(w, sz.memory)
 	case "burst":
-		res.Metrics, err = burst(w, sz.burst, sz.burstLead)
+		n := sz.burst
+		if param > 0 {
+			n = param // the driver passes sz.burst; a -child run may ask for another
+		}
+		res.Metrics, err = burst(w, n, sz.burstLead)
 	case "idle":
 		res.Metrics, err = idle(w, param, sz.idleWindow)
 	case "lateness":
