@@ -1,18 +1,23 @@
 package hashedwheel
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Invariant checks. Built with the tag hashedwheel_assert (CI runs the fuzz
 // targets and the soak with it), assertInvariants is true and the worker
-// checks the invariants below as it goes, panicking on the first one broken,
-// so that the fuzzer reports the input that broke it rather than a late run
-// much later. Without the tag the checks compile to nothing.
+// checks the two invariants below as it goes, panicking on the first one
+// broken, so that the fuzzer reports the input that broke it rather than a
+// late run much later. Without the tag the checks compile to nothing.
 
 // assertCheckTick panics if check, the check tick the worker at tick
 // t.wheel.tick chose for to, due at deadline, breaks the invariant of
 // checktick.go: it is at or after the worker's tick and at most the
 // deadline's, or the worker's tick if that is later; and for a timeout due
-// within a turn of the wheel of the clock's tick, exactly that.
+// within a turn of the wheel of the clock's tick, exactly that. It restates
+// the invariant apart from checkTickOf, which keeps it by construction
+// today, so that a change to checkTickOf that breaks it fails the fuzzers.
 func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64) {
 	tick := t.wheel.tick
 	due := deadline / t.conf.tickDuration
@@ -22,5 +27,26 @@ func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64) {
 		panic(fmt.Sprintf("hashedwheel: check tick %d for %v, due at tick %d, placed by the worker "+
 			"at tick %d with the clock at tick %d: the invariant of checktick.go is broken",
 			check, to, due, tick, t.wheel.clockTick))
+	}
+}
+
+// assertNothingDue panics if bucket idx, whose walk the worker skips at tick
+// t.wheel.tick because its minDue says nothing in it needs the worker then,
+// holds a pending timeout due before the tick ends: minDue was not a lower
+// bound. A timeout in the changes queue, or held by a Reset, is left out: the
+// worker brings it back where it belongs first.
+func (t *Timer) assertNothingDue(idx int64) {
+	end := t.tickEnd(t.wheel.tick)
+	b := &t.wheel.buckets[idx]
+	for to := b.head; to != nil; to = to.bucketNext {
+		s := to.state.Load()
+		if s&phaseMask != stInit || s&(stQueued|stBusy) != 0 {
+			continue
+		}
+		if d := atomic.LoadInt64(&to.deadline); d < end {
+			panic(fmt.Sprintf("hashedwheel: the walk of bucket %d was skipped at tick %d (minDue %d, "+
+				"tick end %d), but it holds %v, due at %d: minDue is not a lower bound",
+				idx, t.wheel.tick, b.minDue, end, to, d))
+		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // bucket is one slot of the wheel: an intrusive doubly linked list of the
-// timeouts whose check tick (see below) falls in its tick, this turn of the
-// wheel or a later one. It is owned by the worker goroutine: no other
+// timeouts whose check tick (see checktick.go) falls in its tick, this turn
+// of the wheel or a later one. It is owned by the worker goroutine: no other
 // goroutine reads or writes it, or a linked timeout's bucketNext and
 // bucketPrev (a timeout's checkTick, which names its bucket, is written by
 // the worker alone, and read by Reset). Timeouts are kept in the order they

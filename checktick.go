@@ -4,7 +4,9 @@ package hashedwheel
 // tick, the tick at which the worker looks at it next, and the bucket's
 // minDue makes the worker visit it then. At that look the worker runs the
 // timeout if its deadline is before the end of the tick, and otherwise
-// places it again. The invariant, kept by every placement and every Reset:
+// places it again. The invariant, kept by every placement, by a Reset to a
+// later deadline or to one at or after the check tick, and restored by the
+// worker, before it visits any bucket, for a Reset to an earlier one:
 //
 //	check tick <= the deadline's tick, or = the worker's tick if the
 //	deadline has passed
@@ -68,12 +70,14 @@ func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
 // the worker must be told.
 //
 // It reads the check tick back as the latest tick up to old's with the low 32
-// bits kept. By the invariant the true check tick is at most old's tick (or
-// the worker's tick, when old had passed, which is at most deadline's): so
-// the tick read back is never earlier than the true one, or the true one is
-// no later than deadline's tick anyway, and a deadline at or after the tick
-// read back needs nothing from the worker. At worst, with a check tick 2^32
-// ticks or more before old's, Reset tells the worker without need.
+// bits kept. By the invariant the true check tick is at most old's tick, or,
+// when old had passed, the worker's tick: so the tick read back is never
+// earlier than the true one, or the true one is the worker's. In that last
+// case a deadline before it is due at once anyway: the worker's tick is at
+// most the clock's, and so at most deadline's, except on an owned Timer that
+// Advance moved past the clock, where such a timeout runs when that tick is
+// processed, as it would had it been pushed. At worst, with a check tick
+// 2^32 ticks or more before old's, Reset tells the worker without need.
 func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
 	oldTick := old / t.conf.tickDuration
 	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())

@@ -105,8 +105,10 @@ var transitions = map[string]struct {
 	extra int32 // flags set besides the from column's, when cond holds
 	call  transition
 }{
-	"cancel → cancelled (+queued)":   {stLinked, func(to *Timeout, _ int32, _ bool) { to.cancel(0) }},
-	"cancel → cancelled +withdrawn":  {0, func(to *Timeout, _ int32, _ bool) { to.cancel(stWithdrawn) }},
+	"cancel → cancelled (+queued)": {stLinked, func(to *Timeout, _ int32, _ bool) { to.cancel(0) }},
+	"cancel → cancelled +withdrawn (+queued)": {stLinked, func(to *Timeout, _ int32, _ bool) {
+		to.cancel(stWithdrawn)
+	}},
 	"markCancelled":                  {0, func(to *Timeout, _ int32, _ bool) { to.markCancelled() }},
 	"beginReset":                     {0, func(to *Timeout, _ int32, _ bool) { to.beginReset() }},
 	"endReset":                       {stLinked, func(to *Timeout, _ int32, cond bool) { to.endReset(cond) }},
@@ -180,6 +182,78 @@ func TestStateTransitionsFollowTheTable(t *testing.T) {
 	for key := range transitions {
 		if !used[key] {
 			t.Errorf("transition %q has no row in the table of timeout.go", key)
+		}
+	}
+}
+
+// guards maps the functions of the table that check their from state
+// themselves to how each decides its optional flags; the others rely on
+// their callers for it (a compare-and-swap from the state the caller read,
+// or an And of a flag the caller saw set).
+var guards = map[string]func(s int32) (call func(to *Timeout), cond bool){
+	"cancel": func(s int32) (func(*Timeout), bool) {
+		return func(to *Timeout) { to.cancel(0) }, s&stLinked != 0 && s&stQueued == 0
+	},
+	"markCancelled": func(int32) (func(*Timeout), bool) {
+		return func(to *Timeout) { to.markCancelled() }, false
+	},
+	"beginReset": func(int32) (func(*Timeout), bool) {
+		return func(to *Timeout) { to.beginReset() }, false
+	},
+	"markReturning": func(int32) (func(*Timeout), bool) {
+		return func(to *Timeout) { to.markReturning() }, false
+	},
+}
+
+// TestStateTransitionsHappenOnlyFromTheTable drives each function that
+// checks its own from state from every phase with every combination of the
+// flags the table names: from a state that a row of the function lists it
+// must make that row's change, and from any other it must change nothing.
+// So a transition the code makes and the table lacks fails here.
+func TestStateTransitionsHappenOnlyFromTheTable(t *testing.T) {
+	tm, err := NewTimer(WithoutWorker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Stop()
+	rows := readStateTable(t)
+	flags := []int32{stLinked, stQueued, stBusy, stReset, stRunning, stReturning}
+	for function, guard := range guards {
+		for _, phase := range []int32{stInit, stCancelled, stExpired} {
+			for combo := range 1 << len(flags) {
+				s := phase
+				for i, f := range flags {
+					if combo&(1<<i) != 0 {
+						s |= f
+					}
+				}
+				if function == "beginReset" && s&stBusy != 0 && phase == stInit && s&stRunning == 0 {
+					continue // it waits for the holder of stBusy, which is no one here
+				}
+				call, cond := guard(s)
+				want := s
+				for _, row := range rows {
+					from, to := parseStateCell(t, row.from), parseStateCell(t, row.to)
+					if row.function != function || to.set&stWithdrawn != 0 ||
+						from.phase >= 0 && s&phaseMask != from.phase ||
+						s&from.set != from.set || s&from.clear != 0 {
+						continue
+					}
+					want = s&^to.clear | to.set
+					if to.phase >= 0 {
+						want = want&^phaseMask | to.phase
+					}
+					if cond {
+						want |= to.optional
+					}
+				}
+				x := &Timeout{timer: tm}
+				x.state.Store(s)
+				call(x)
+				if got := x.state.Load(); got != want {
+					t.Errorf("%s from %#x: state %#x, want %#x (as the table says)", function, s, got, want)
+				}
+			}
 		}
 	}
 }

@@ -24,9 +24,9 @@ type Stats struct {
 // Keeping the statistics costs [Timer.NewTimeout], Cancel and Reset nothing:
 // the worker counts what it sees (a cancellation when it unlinks or drops the
 // timeout) and publishes its counts after each tick and before it sleeps; it
-// counts a run in Expired before its task starts on the worker or in the
-// [WithTaskExecutor] executor, so a task that blocks hides no run handed out
-// before it.
+// counts a run in Expired before its task starts, on the worker, the
+// [WithTaskWorkers] pool or the [WithTaskExecutor] executor, so a task that
+// blocks hides no run handed out before it.
 func (t *Timer) Stats() Stats {
 	if t.wheel.buckets == nil {
 		return Stats{}

@@ -18,9 +18,11 @@ import (
 // stExpired. A periodic timeout stays stInit until it is cancelled.
 //
 // The flags:
-//   - stLinked: the timeout is in a bucket of the wheel, so a Cancel (or a
-//     Reset to a deadline before its check tick) must tell the worker through
-//     the changes queue.
+//   - stLinked: the worker has linked the timeout into a bucket of the
+//     wheel, so a Cancel (or a Reset to a deadline before its check tick) of
+//     the pending timeout must tell the worker through the changes queue. It
+//     stays set once the timeout has ended (expired, or cancelled and
+//     unlinked); a periodic run clears it.
 //   - stQueued: the timeout is in the changes queue, or is about to be
 //     pushed there by the Cancel or Reset that set the flag. Only that call
 //     pushes it, so the timeout is in the queue at most once.
@@ -52,30 +54,35 @@ import (
 // (-); a flag in parentheses is set only on the condition below the table.
 // Flags not named are kept. state_internal_test.go walks the table.
 //
-//	from                      to                          by                       function
-//	pending                   cancelled (+queued)         Cancel, any goroutine    cancel
-//	pending                   cancelled +withdrawn        NewTimeout losing Stop   cancel
-//	pending                   cancelled                   worker, stopping         markCancelled
-//	pending !busy !running    +busy +reset                Reset                    beginReset
-//	+busy                     -busy (+queued)             Reset                    endReset
-//	+queued                   -queued                     worker, changes queue    takeChange
-//	pending                   +linked                     worker, new timeout      markLinked
-//	pending +returning        -returning +linked          worker, run returned     endReturn
-//	cancelled +returning      -returning                  worker, run returned     endReturn
-//	+returning                -returning                  worker, stopping         clearReturning
-//	pending +reset            +busy                       worker, due              claim
-//	+busy                     -busy                       worker, not due          release
-//	pending                   expired -busy               worker, due one-shot     markExpired
-//	pending +linked           -linked -busy +running      worker, due periodic     markExpired
-//	pending +running          -running +returning         goroutine that ran it    markReturning
-//	+running                  -running                    worker, stopping         recallRun
+//	from                      to                                by                       function
+//	pending                   cancelled (+queued)               Cancel, any goroutine    cancel
+//	pending                   cancelled +withdrawn (+queued)    NewTimeout losing Stop   cancel
+//	pending                   cancelled                         worker, stopping         markCancelled
+//	pending !busy !running    +busy +reset                      Reset                    beginReset
+//	+busy                     -busy (+queued)                   Reset                    endReset
+//	+queued                   -queued                           worker, changes queue    takeChange
+//	pending                   +linked                           worker, new timeout      markLinked
+//	pending +returning        -returning +linked                worker, run returned     endReturn
+//	cancelled +returning      -returning                        worker, run returned     endReturn
+//	+returning                -returning                        worker, stopping         clearReturning
+//	pending +reset !busy      +busy                             worker, due              claim
+//	+busy                     -busy                             worker                   release
+//	pending                   expired -busy                     worker, due one-shot     markExpired
+//	pending +linked           -linked -busy +running            worker, due periodic     markExpired
+//	+running                  -running +returning               goroutine that ran it    markReturning
+//	+running                  -running                          worker, stopping         recallRun
 //
 // (+queued): cancel sets stQueued when the timeout is linked and not queued
 // yet; endReset when, besides, the timeout is still pending and the new
 // deadline is before its check tick (or an owned Timer's Advance is in
-// progress). The caller then pushes the timeout onto the changes queue. A
-// cancelled timeout that is still out on a run (stRunning, stReturning) is
-// taken back by the worker, which counts it as cancelled then.
+// progress). The caller then pushes the timeout onto the changes queue.
+// release clears the stBusy that claim took when the worker does not expire
+// the timeout after all: not due, due but queued, the timer stopped, or
+// markExpired's compare-and-swap lost. markReturning runs on the goroutine
+// that ran the periodic run, or on the worker when an executor panicked
+// before starting it; a Cancel during the run leaves the phase cancelled,
+// and the worker then takes the timeout back (endReturn, or clearReturning
+// and recallRun as it stops) and counts it as cancelled.
 const (
 	stInit      int32 = 0
 	stCancelled int32 = 1
@@ -260,8 +267,10 @@ func (to *Timeout) Cancel() bool { return to.cancel(0) }
 // before the worker would look at the timeout, Reset also hands the timeout
 // to the worker, waking it if it sleeps. The worker looks at a timeout due
 // within a turn of the wheel (ticks per wheel times the tick) when it is due,
-// and at one due later a few times before that, so an earlier Reset of a
-// far timeout usually needs nothing either.
+// so any earlier deadline needs it; it looks at one due later a few times
+// before that, first about an eighth of the time left before the deadline,
+// so a Reset that moves a far deadline earlier by less than that needs
+// nothing either.
 func (to *Timeout) Reset(delay time.Duration) bool {
 	t := to.timer
 	if t == nil {

@@ -45,7 +45,8 @@ type Timer struct {
 	wake wakeSignals
 
 	// wheel is the wheel and the state of the goroutine that turns it: no
-	// other goroutine reads or writes it.
+	// other goroutine reads or writes it, but for the length of its buckets,
+	// set by NewTimer (and nil on a Timer that NewTimer did not make).
 	wheel wheel
 
 	// own is the token that the goroutine turning an owned Timer's wheel
@@ -157,7 +158,9 @@ type wakeSignals struct {
 // wheel is the wheel of buckets and what the goroutine that turns it keeps:
 // the worker, or the goroutine that holds an owned Timer's own.advancing
 // (taking the token orders each holder's writes before the next holder's
-// reads). No other goroutine reads or writes it.
+// reads). No other goroutine reads or writes it, except the buckets slice
+// itself, which NewTimer sets and any goroutine may test for nil or take the
+// length of.
 type wheel struct {
 	// buckets is the array of buckets, a power of two long.
 	buckets []bucket
@@ -169,8 +172,8 @@ type wheel struct {
 	// has not come back yet, so that Stop can return them.
 	running bucket
 
-	// counters are the statistics, copied to Timer.published before the
-	// worker blocks.
+	// counters are the statistics, copied to Timer.published after each
+	// tick and before the worker blocks (and Expired before each hand-out).
 	counters counters
 
 	// scanned counts the buckets nextDueTick looked at, and looked the

@@ -16,13 +16,13 @@ func (t *Timer) run() {
 	exited := false
 	defer func() {
 		if !exited {
-			// A task called runtime.Goexit (t.FailNow in a test callback
-			// does), which recover cannot stop. The wheel is intact and the
-			// tick unfinished: carry on in a new goroutine, which processes
-			// the rest of this tick with what is left of its transfer
-			// budget.
-			// The walk of the tick's bucket was cut short, and had not
-			// rebuilt its minDue: mark the bucket due.
+			// A task or a Cancelled call ran runtime.Goexit (t.FailNow in
+			// a test callback does), which recover cannot stop. The wheel
+			// is intact and the tick unfinished: carry on in a new
+			// goroutine, which processes the rest of this tick with what is
+			// left of its transfer budget. If it was a task, the walk of
+			// the tick's bucket was cut short and had not rebuilt its
+			// minDue: mark the bucket due (harmless otherwise).
 			t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue = 0
 			t.logError("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
 				"the worker goes on in a new goroutine")
@@ -45,6 +45,8 @@ func (t *Timer) run() {
 		}
 		if idx := t.wheel.tick & t.conf.mask; t.wheel.buckets[idx].minDue < t.tickEnd(t.wheel.tick) {
 			t.expireTimeouts(idx)
+		} else if assertInvariants {
+			t.assertNothingDue(idx)
 		}
 		t.wheel.counters.ticks++
 		t.publishStats()
