@@ -193,7 +193,9 @@ type Result struct {
 	Impl     string `json:"impl"`
 	Workload string `json:"workload"`
 	Param    int    `json:"param"`
-	// Reps are the figures of each repetition, in the order they ran.
+	// Reps are the figures of each repetition, in the order they ran:
+	// Reps[i] is repetition i+1, since a result that fails is not run
+	// again.
 	Reps   []map[string]float64 `json:"reps,omitempty"`
 	Median map[string]float64   `json:"median,omitempty"`
 	// Quantiles of the lateness, ms, at 0, 0.001, ..., 1, from the
@@ -213,6 +215,9 @@ type Report struct {
 	Plan    []planned  `json:"plan"`
 	Sizes   SizesInfo  `json:"sizes"`
 	Results []*Result  `json:"results"`
+	// Ratios are the ratios to the standard library that the tables and
+	// the README quote, repetition by repetition.
+	Ratios []*Ratio `json:"ratios,omitempty"`
 }
 
 // Meta describes the run: the machine, then this program's own fields.
@@ -294,7 +299,9 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	for k := range reps {
 		for _, p := range steps {
 			// Interleave: each workload runs on every implementation before
-			// the next, and the order of implementations turns each round.
+			// the next, so that a ratio to the standard library compares
+			// runs of the same repetition; the order of implementations
+			// turns each repetition, so that none always runs first.
 			for j := range chosen {
 				im := chosen[(j+k)%len(chosen)]
 				r := byKey[resultKey(im.id, p)]
@@ -335,6 +342,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	for _, r := range rep.Results {
 		summarize(r)
 	}
+	rep.computeRatios()
 	if err := report.Save(out, "benchmarks", rep); err != nil {
 		return err
 	}
@@ -525,6 +533,7 @@ func rerender(file, out, readme string) error {
 	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
+	rep.computeRatios() // reports written before Ratios existed have none
 	if err := report.Save(out, "benchmarks", &rep); err != nil {
 		return err
 	}
