@@ -103,8 +103,16 @@ func (rep *Report) ratioNote() string {
 	s := fmt.Sprintf("A verdict needs the ratios of at least %d rounds all on one side of 1 and their median %.0f%% or more from it; where the rounds disagree the ratio is *even*.",
 		paired.MinRounds, 100*paired.EvenWithin)
 	if rep.Meta.Reps < paired.MinRounds {
-		s += fmt.Sprintf(" This run had %d rounds, fewer than a verdict needs: no verdict yet; its figures are to be measured again with the default %d.",
-			rep.Meta.Reps, paired.MinRounds)
+		s += fmt.Sprintf(" This run had %s, fewer than a verdict needs: no verdict yet; its figures are to be measured again with the default %d.",
+			rounds(rep.Meta.Reps), paired.MinRounds)
 	}
 	return s
+}
+
+// rounds writes "1 round" or "3 rounds".
+func rounds(n int) string {
+	if n == 1 {
+		return "1 round"
+	}
+	return fmt.Sprintf("%d rounds", n)
 }

@@ -268,8 +268,8 @@ func (rep *Report) summary() string {
 	for _, c := range cols {
 		b.WriteString("- " + c.caption + ".\n")
 	}
-	fmt.Fprintf(&b, "\nFrom %d rounds: in each, every workload ran on every implementation, each run a fresh process, the implementations taking turns in an order that turned every round. The figures are the medians of the rounds; the ratios are paired within a round. %s\n",
-		rep.Meta.Reps, rep.ratioNote())
+	fmt.Fprintf(&b, "\nFrom %s: in each, every workload ran on every implementation, each run a fresh process, the implementations taking turns in an order that turned every round. The figures are the medians of the rounds; the ratios are paired within a round. %s\n",
+		rounds(rep.Meta.Reps), rep.ratioNote())
 	return b.String()
 }
 
@@ -538,8 +538,12 @@ func updateReadme(path string, rep *Report) error {
 	if m.busy() {
 		from = " from other programs"
 	}
-	body := fmt.Sprintf("%s\n%s\nRun on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.\n",
-		readmeBegin, rep.summary(), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command)
+	quick := ""
+	if m.Quick {
+		quick = " **Quick mode: tiny sizes, the figures mean nothing.**"
+	}
+	body := fmt.Sprintf("%s\n%s\nRun on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.%s\n",
+		readmeBegin, rep.summary(), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command, quick)
 	s = s[:i] + body + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }

@@ -72,5 +72,8 @@ func (s Summary) String() string {
 // NoVerdictYet says why rounds that agree are not yet a verdict (Verdict
 // "few").
 func (s Summary) NoVerdictYet() string {
+	if len(s.Values) == 1 {
+		return fmt.Sprintf("no verdict yet: 1 round, %d needed", MinRounds)
+	}
 	return fmt.Sprintf("no verdict yet: %d rounds agree, %d needed", len(s.Values), MinRounds)
 }
