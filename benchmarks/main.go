@@ -30,6 +30,7 @@ import (
 
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/paired"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
@@ -38,7 +39,7 @@ func main() {
 	var (
 		out       = flag.String("out", "../docs", "directory to write benchmarks.json, benchmarks.md and the charts to")
 		quick     = flag.Bool("quick", false, "tiny sizes and one repetition, to check that everything runs")
-		reps      = flag.Int("reps", 0, "repetitions of every run (default 3, 1 with -quick); tables show medians")
+		reps      = flag.Int("reps", 0, "repetitions of every run (default 5, 1 with -quick); tables show medians, and ratios to the standard library repetition by repetition")
 		only      = flag.String("impl", "", "comma-separated implementations to run (default all): "+implIDs())
 		workloads = flag.String("workload", "", "comma-separated workloads to run (default all): "+workloadIDs())
 		child     = flag.Bool("child", false, "run one workload on one implementation and print JSON (used by the driver)")
@@ -66,7 +67,7 @@ func main() {
 		return
 	}
 	if *reps <= 0 {
-		*reps = 3
+		*reps = paired.MinRounds // what a verdict needs
 		if *quick {
 			*reps = 1
 		}
