@@ -30,6 +30,7 @@ import (
 
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/machine"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/measure"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/paired"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
 )
@@ -38,7 +39,7 @@ func main() {
 	var (
 		out       = flag.String("out", "../docs", "directory to write benchmarks.json, benchmarks.md and the charts to")
 		quick     = flag.Bool("quick", false, "tiny sizes and one repetition, to check that everything runs")
-		reps      = flag.Int("reps", 0, "repetitions of every run (default 3, 1 with -quick); tables show medians")
+		reps      = flag.Int("reps", 0, "repetitions of every run (default 5, 1 with -quick); tables show medians, and ratios to the standard library repetition by repetition")
 		only      = flag.String("impl", "", "comma-separated implementations to run (default all): "+implIDs())
 		workloads = flag.String("workload", "", "comma-separated workloads to run (default all): "+workloadIDs())
 		child     = flag.Bool("child", false, "run one workload on one implementation and print JSON (used by the driver)")
@@ -66,7 +67,7 @@ func main() {
 		return
 	}
 	if *reps <= 0 {
-		*reps = 3
+		*reps = paired.MinRounds // what a verdict needs
 		if *quick {
 			*reps = 1
 		}
@@ -193,7 +194,9 @@ type Result struct {
 	Impl     string `json:"impl"`
 	Workload string `json:"workload"`
 	Param    int    `json:"param"`
-	// Reps are the figures of each repetition, in the order they ran.
+	// Reps are the figures of each repetition, in the order they ran:
+	// Reps[i] is repetition i+1, since a result that fails is not run
+	// again.
 	Reps   []map[string]float64 `json:"reps,omitempty"`
 	Median map[string]float64   `json:"median,omitempty"`
 	// Quantiles of the lateness, ms, at 0, 0.001, ..., 1, from the
@@ -213,6 +216,9 @@ type Report struct {
 	Plan    []planned  `json:"plan"`
 	Sizes   SizesInfo  `json:"sizes"`
 	Results []*Result  `json:"results"`
+	// Ratios are the ratios to the standard library that the tables and
+	// the README quote, repetition by repetition.
+	Ratios []*Ratio `json:"ratios,omitempty"`
 }
 
 // Meta describes the run: the machine, then this program's own fields.
@@ -294,7 +300,9 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	for k := range reps {
 		for _, p := range steps {
 			// Interleave: each workload runs on every implementation before
-			// the next, and the order of implementations turns each round.
+			// the next, so that a ratio to the standard library compares
+			// runs of the same repetition; the order of implementations
+			// turns each repetition, so that none always runs first.
 			for j := range chosen {
 				im := chosen[(j+k)%len(chosen)]
 				r := byKey[resultKey(im.id, p)]
@@ -335,6 +343,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	for _, r := range rep.Results {
 		summarize(r)
 	}
+	rep.computeRatios()
 	if err := report.Save(out, "benchmarks", rep); err != nil {
 		return err
 	}
@@ -525,6 +534,7 @@ func rerender(file, out, readme string) error {
 	if err := report.Load(file, &rep); err != nil {
 		return err
 	}
+	rep.computeRatios() // reports written before Ratios existed have none
 	if err := report.Save(out, "benchmarks", &rep); err != nil {
 		return err
 	}

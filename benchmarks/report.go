@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/paired"
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
 )
 
@@ -67,7 +68,9 @@ type column struct {
 	title  string
 	metric string
 	param  int
-	// ratio makes the column the figure's ratio to the standard library's.
+	// ratio makes the column the figure's ratio to the standard library's,
+	// repetition by repetition: their median, their range in small print,
+	// and "even" if they do not all fall on one side of 1.
 	ratio bool
 	prec  int
 }
@@ -176,11 +179,21 @@ func (rep *Report) cell(impl, workload string, c column) string {
 	if !c.ratio {
 		return num(v, c.prec)
 	}
-	base, ok := rep.value(stdlibID, workload, c.param, c.metric)
-	if !ok || base == 0 {
+	if impl == stdlibID {
+		return "1"
+	}
+	q, ok := rep.ratio(impl, workload, c.param, c.metric)
+	if !ok {
 		return "n/a"
 	}
-	return num(v/base, 2) + "×"
+	s := fmt.Sprintf("%.2f×", q.Median)
+	if len(q.Values) > 1 {
+		s += fmt.Sprintf(" <sub>%.2f–%.2f</sub>", q.Min, q.Max)
+	}
+	if q.Verdict == "even" {
+		s += " even"
+	}
+	return s
 }
 
 // num formats v with prec decimals, with thousands separated by commas, a
@@ -193,48 +206,96 @@ func num(v float64, prec int) string {
 }
 
 // summary is the short table of the README and of the top of
-// benchmarks.md: one row per implementation, the figures users notice.
+// benchmarks.md: one row per implementation, the figures users notice, and
+// a caption that says what each column measures.
 func (rep *Report) summary() string {
 	var b strings.Builder
-	var cols []column
+	sz := rep.Sizes
+	// Each column, and the caption's words for it; the summary mixes
+	// workloads, so each column names its own.
+	type summaryColumn struct {
+		column
+		workload string
+		// verdict makes the column the verdict of the ratio before it.
+		verdict bool
+		caption string
+	}
+	var cols []summaryColumn
 	if rep.has("schedcancel") {
 		cols = append(cols,
-			column{title: "schedule+cancel, CPU ns", metric: "cpu_ns_op"},
-			column{title: "vs stdlib", metric: "cpu_ns_op", ratio: true})
+			summaryColumn{column: column{title: "schedule+cancel, CPU ns/op", metric: "cpu_ns_op"}, workload: "schedcancel",
+				caption: fmt.Sprintf("**schedule+cancel**: the process's CPU time (user and system, ns) per schedule and cancel of a timeout %v away, %s of them on one goroutine",
+					cancelDelay, num(float64(sz.Ops), 0))},
+			summaryColumn{column: column{title: "÷ time.AfterFunc, per round: median [range]", metric: "cpu_ns_op", ratio: true}, workload: "schedcancel",
+				caption: "**÷ time.AfterFunc**: that CPU time over time.AfterFunc's, taken round by round (each round's run over time.AfterFunc's run in the same round): the median of the rounds' ratios, and the lowest and highest"},
+			summaryColumn{column: column{title: "verdict", metric: "cpu_ns_op"}, workload: "schedcancel", verdict: true,
+				caption: "**verdict**: *costs less* or *costs more* when the rounds agree, *even* when they do not (below)"})
 	}
 	if rep.has("memory") {
-		cols = append(cols, column{title: "bytes per pending timeout", metric: "bytes_per_timeout", param: rep.param("memory")})
+		p := rep.param("memory")
+		cols = append(cols, summaryColumn{column: column{title: "live bytes per pending timeout", metric: "bytes_per_timeout", param: p}, workload: "memory",
+			caption: fmt.Sprintf("**live bytes**: the heap after a GC per pending timeout, with %s pending an hour away", count(p))})
 	}
 	if rep.has("burst") {
-		cols = append(cols, column{title: fmt.Sprintf("%s due at once: last run after, ms", count(rep.Sizes.Burst)),
-			metric: "ms_to_last", param: rep.param("burst")})
+		cols = append(cols, summaryColumn{column: column{title: fmt.Sprintf("%s due at once: last run after, ms", count(sz.Burst)), metric: "ms_to_last", param: rep.param("burst")}, workload: "burst",
+			caption: fmt.Sprintf("**due at once**: the time, ms, from the deadline of %s timeouts all due at one moment to the run of the last", count(sz.Burst))})
 	}
 	if rep.has("idle") {
-		cols = append(cols, column{title: "idle: wake-ups/s", metric: "wakeups_per_s", prec: 1})
+		cols = append(cols, summaryColumn{column: column{title: "idle: wake-ups/s", metric: "wakeups_per_s", prec: 1}, workload: "idle",
+			caption: fmt.Sprintf("**idle**: the process's voluntary context switches (wake-ups) per second over %v with nothing pending", msDur(sz.IdleWindowMS))})
 	}
 	if rep.has("lateness") {
+		p := rep.param("lateness")
 		cols = append(cols,
-			column{title: "lateness p99, ms", metric: "p99_ms", param: rep.param("lateness"), prec: 1},
-			column{title: fmt.Sprintf("early runs of %s", num(float64(rep.Sizes.Late), 0)), metric: "early", param: rep.param("lateness")})
-	}
-	// The summary mixes workloads; give each column its own.
-	workloadOf := map[string]string{
-		"cpu_ns_op": "schedcancel", "bytes_per_timeout": "memory", "ms_to_last": "burst",
-		"wakeups_per_s": "idle", "p99_ms": "lateness", "early": "lateness",
+			summaryColumn{column: column{title: "lateness p99, ms", metric: "p99_ms", param: p, prec: 1}, workload: "lateness",
+				caption: fmt.Sprintf("**lateness p99**: the 99th percentile, ms, of the time each of %s timeouts spread over %v ran minus the time it was due", num(float64(p), 0), msDur(sz.LateSpreadMS))},
+			summaryColumn{column: column{title: fmt.Sprintf("early runs of %s", num(float64(p), 0)), metric: "early", param: p}, workload: "lateness",
+				caption: "**early runs**: how many of them ran before their delay had passed"})
 	}
 	head := []report.Column{{Title: "implementation"}}
 	for _, c := range cols {
-		head = append(head, report.Column{Title: c.title, Right: true})
+		head = append(head, report.Column{Title: c.title, Right: !c.verdict})
 	}
 	report.TableHead(&b, head...)
 	for _, im := range rep.Impls {
 		row := []string{im.Label}
 		for _, c := range cols {
-			row = append(row, rep.cell(im.ID, workloadOf[c.metric], c))
+			row = append(row, rep.summaryCell(im.ID, c.workload, c.column, c.verdict))
 		}
 		report.TableRow(&b, row...)
 	}
+	b.WriteString("\nLess is better in every column:\n\n")
+	for _, c := range cols {
+		b.WriteString("- " + c.caption + ".\n")
+	}
+	fmt.Fprintf(&b, "\nFrom %s: in each, every workload ran on every implementation, each run a fresh process, the implementations taking turns in an order that turned every round. The figures are the medians of the rounds; the ratios are paired within a round. %s\n",
+		rounds(rep.Meta.Reps), rep.ratioNote())
 	return b.String()
+}
+
+// summaryCell is a cell of the summary: a median figure, the ratio to the
+// standard library's as "0.77× [0.70–0.81]", or that ratio's verdict.
+func (rep *Report) summaryCell(impl, workload string, c column, verdict bool) string {
+	if !c.ratio && !verdict {
+		return rep.cell(impl, workload, c)
+	}
+	if impl == stdlibID {
+		if verdict {
+			return "–"
+		}
+		return "1"
+	}
+	q, ok := rep.ratio(impl, workload, c.param, c.metric)
+	if !ok {
+		return rep.cell(impl, workload, column{metric: c.metric, param: c.param}) // why there is none
+	}
+	if !verdict {
+		return q.String()
+	}
+	if w := q.word(); q.Verdict == "less" || q.Verdict == "more" {
+		return "**" + w + "**"
+	}
+	return q.word()
 }
 
 // Markdown returns benchmarks.md.
@@ -261,8 +322,10 @@ func (rep *Report) Markdown() string {
 	if m.Quick {
 		b.WriteString("- **Quick mode**: tiny sizes, to check that everything runs. These figures mean little.\n")
 	}
-	fmt.Fprintf(&b, "- Each cell is the median of %d repetitions. Each repetition of each workload on each implementation ran in a fresh process, and the implementations took turns: each workload ran on all of them before the next, in an order that turned every repetition.\n", m.Reps)
-	fmt.Fprintf(&b, "- Every wheel ran with a %v tick and, where it has the setting, %d buckets (antlabs/timer's tick is fixed at 10ms). A ratio (×) is the figure divided by the standard library's in the same table.\n\n", msDur(sz.TickMS), sz.Buckets)
+	fmt.Fprintf(&b, "- Each figure is the median of %d repetitions (rounds). Each repetition of each workload on each implementation ran in a fresh process, and the implementations took turns: each workload ran on all of them before the next, in an order that turned every repetition.\n", m.Reps)
+	fmt.Fprintf(&b, "- A ratio (×) is taken repetition by repetition: the implementation's figure over the standard library's in the same repetition. A cell shows the median of those ratios, their lowest and highest in small print, and *even* when they do not all fall on one side of 1 or their median is within %.0f%% of it; benchmarks.json holds every repetition's ratio (`ratios`).\n",
+		100*paired.EvenWithin)
+	fmt.Fprintf(&b, "- Every wheel ran with a %v tick and, where it has the setting, %d buckets (antlabs/timer's tick is fixed at 10ms).\n\n", msDur(sz.TickMS), sz.Buckets)
 
 	b.WriteString("## Summary\n\n")
 	b.WriteString(rep.summary())
@@ -475,8 +538,12 @@ func updateReadme(path string, rep *Report) error {
 	if m.busy() {
 		from = " from other programs"
 	}
-	body := fmt.Sprintf("%s\n%s\nMedians of %d runs on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.\n",
-		readmeBegin, rep.summary(), m.Reps, m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command)
+	quick := ""
+	if m.Quick {
+		quick = " **Quick mode: tiny sizes, the figures mean nothing.**"
+	}
+	body := fmt.Sprintf("%s\n%s\nRun on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.%s\n",
+		readmeBegin, rep.summary(), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command, quick)
 	s = s[:i] + body + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }

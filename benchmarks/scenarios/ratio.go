@@ -1,22 +1,18 @@
 package main
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
-	"github.com/hashedwheel/hashedwheel/benchmarks/internal/stats"
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/paired"
 )
 
-// minVerdictRounds is the fewest rounds whose ratios must all fall on one
-// side of 1 before a difference is called a win or a cost. With 5, rounds
-// that only scatter around an even result all fall on one side in 2 runs
-// of 32 (a sign test at 6%); with 3, in 1 of 4.
-const minVerdictRounds = 5
-
-// evenWithin is the ratio's distance from 1 under which a difference is even
-// whatever the rounds say: this machine's noise from one run to the next.
-const evenWithin = 0.05
+// minVerdictRounds and evenWithin are the project's rule for a verdict
+// (see package paired).
+const (
+	minVerdictRounds = paired.MinRounds
+	evenWithin       = paired.EvenWithin
+)
 
 // Ratio is one variant's figure over another's, round by round: in each
 // round, the variant's value over the value the other measured in the same
@@ -30,17 +26,9 @@ type Ratio struct {
 	Against  string `json:"against"`
 	Metric   string `json:"metric"`
 	// Rounds are the round numbers (from 1) of Values.
-	Rounds []int     `json:"rounds"`
-	Values []float64 `json:"values"`
-	// Median, Min and Max of Values.
-	Median float64 `json:"median"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	// Verdict is "less" or "more" when every round's ratio is on that side
-	// of 1, there are at least minVerdictRounds of them and the median is
-	// evenWithin or more from 1; "few" when they agree but are fewer; and
-	// "even" otherwise.
-	Verdict string `json:"verdict"`
+	Rounds []int `json:"rounds"`
+	// The ratios, their median and range, and the verdict.
+	paired.Summary
 }
 
 // roundOf returns the round number (from 1) of each of r's repetitions.
@@ -90,30 +78,12 @@ func (rep *Report) ratio(scenario string, c int, a, b, metric string) (*Ratio, b
 		return nil, false
 	}
 	slices.Sort(q.Rounds)
+	var values []float64
 	for _, k := range q.Rounds {
-		q.Values = append(q.Values, va[k]/vb[k])
+		values = append(values, va[k]/vb[k])
 	}
-	q.Median, q.Min, q.Max = stats.Median(q.Values), slices.Min(q.Values), slices.Max(q.Values)
-	q.Verdict = "even"
-	switch below, above := q.Max < 1, q.Min > 1; {
-	case !below && !above, math.Abs(q.Median-1) < evenWithin:
-	case len(q.Values) < minVerdictRounds:
-		q.Verdict = "few"
-	case below:
-		q.Verdict = "less"
-	default:
-		q.Verdict = "more"
-	}
+	q.Summary = paired.Summarize(values)
 	return q, true
-}
-
-// String writes "0.22× [0.09–0.26]" (no range from one round).
-func (q *Ratio) String() string {
-	s := fmt.Sprintf("%.2f×", q.Median)
-	if len(q.Values) > 1 {
-		s += fmt.Sprintf(" [%.2f–%.2f]", q.Min, q.Max)
-	}
-	return s
 }
 
 // ratioPairs lists, per scenario, the variants each variant's figures are

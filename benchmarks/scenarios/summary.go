@@ -34,7 +34,7 @@ func (c comparison) word() string {
 	case "more":
 		return "costs more"
 	case "few":
-		return fmt.Sprintf("no verdict yet: %d rounds agree, %d needed", len(c.q.Values), minVerdictRounds)
+		return c.q.NoVerdictYet()
 	}
 	return "even"
 }
