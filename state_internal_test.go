@@ -63,6 +63,19 @@ type stateChange struct {
 	optional int32 // (+flag): set only on the row's condition
 }
 
+// applyTo returns state s changed as the to column c says, with the
+// optional flags set if cond holds.
+func (c stateChange) applyTo(s int32, cond bool) int32 {
+	s = s&^c.clear | c.set
+	if c.phase >= 0 {
+		s = s&^phaseMask | c.phase
+	}
+	if cond {
+		s |= c.optional
+	}
+	return s
+}
+
 func parseStateCell(t *testing.T, cell string) stateChange {
 	t.Helper()
 	c := stateChange{phase: -1}
@@ -164,13 +177,7 @@ func TestStateTransitionsFollowTheTable(t *testing.T) {
 			if cond {
 				s |= drive.extra
 			}
-			want := s&^to.clear | to.set
-			if to.phase >= 0 {
-				want = want&^phaseMask | to.phase
-			}
-			if cond {
-				want |= to.optional
-			}
+			want := to.applyTo(s, cond)
 			x := &Timeout{timer: tm}
 			x.state.Store(s)
 			drive.call(x, s, cond)
@@ -239,13 +246,7 @@ func TestStateTransitionsHappenOnlyFromTheTable(t *testing.T) {
 						s&from.set != from.set || s&from.clear != 0 {
 						continue
 					}
-					want = s&^to.clear | to.set
-					if to.phase >= 0 {
-						want = want&^phaseMask | to.phase
-					}
-					if cond {
-						want |= to.optional
-					}
+					want = to.applyTo(s, cond)
 				}
 				x := &Timeout{timer: tm}
 				x.state.Store(s)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -523,16 +522,6 @@ func msDur(v float64) string {
 // updateReadme replaces the summary between the markers in the README at
 // path with the run's summary table and its date, machine and command.
 func updateReadme(path string, rep *Report) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	i := strings.Index(s, readmeBegin)
-	j := strings.Index(s, readmeEnd)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %q ... %q markers", path, readmeBegin, readmeEnd)
-	}
 	m := rep.Meta
 	from := ""
 	if m.busy() {
@@ -542,10 +531,9 @@ func updateReadme(path string, rep *Report) error {
 	if m.Quick {
 		quick = " **Quick mode: tiny sizes, the figures mean nothing.**"
 	}
-	body := fmt.Sprintf("%s\n%s\nRun on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.%s\n",
-		readmeBegin, rep.summary(), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command, quick)
-	s = s[:i] + body + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
+	body := fmt.Sprintf("%s\nRun on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.%s\n",
+		rep.summary(), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command, quick)
+	return report.ReplaceBetween(path, readmeBegin, readmeEnd, body)
 }
 
 // busy reports whether other programs loaded the machine: a 1-minute load

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/hashedwheel/hashedwheel/benchmarks/internal/report"
 )
 
 // The README's scenario table sits between these markers; -readme rewrites
@@ -123,16 +124,5 @@ func (rep *Report) readmeTable() string {
 
 // updateReadme replaces the table between the markers in the README at path.
 func (rep *Report) updateReadme(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(b)
-	i := strings.Index(s, readmeBegin)
-	j := strings.Index(s, readmeEnd)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s has no %q ... %q markers", path, readmeBegin, readmeEnd)
-	}
-	s = s[:i] + readmeBegin + "\n" + rep.readmeTable() + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
+	return report.ReplaceBetween(path, readmeBegin, readmeEnd, rep.readmeTable())
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // A Doc is a program's report: the figures of a run, which Save writes as
@@ -45,4 +46,22 @@ func Load(file string, doc any) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
+}
+
+// ReplaceBetween replaces what stands between the lines begin and end in the
+// file at path (a README's generated table, say) with body, keeping both
+// marker lines.
+func ReplaceBetween(path, begin, end, body string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i := strings.Index(s, begin)
+	j := strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %q ... %q markers", path, begin, end)
+	}
+	s = s[:i] + begin + "\n" + body + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
 }
