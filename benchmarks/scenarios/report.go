@@ -186,14 +186,14 @@ func dur(d time.Duration) string {
 }
 
 // reproduce is the command that runs one scenario again with the run's
-// sizes, writing to a fresh directory.
+// sizes, writing to a fresh directory (and not to the README).
 func (rep *Report) reproduce(name string) string {
 	cmd := "cd benchmarks && go run ./scenarios -run " + name
 	args := strings.Fields(strings.TrimPrefix(rep.Meta.Command, "cd benchmarks && go run ./scenarios"))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flagName, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if flagName == "run" || flagName == "out" || flagName == "variants" {
+		if flagName == "run" || flagName == "out" || flagName == "variants" || flagName == "readme" {
 			if !hasValue {
 				i++ // its value is the next argument
 			}
