@@ -173,6 +173,11 @@ type soakCounts struct {
 	resets, resetsTrue, callbacks, badCallbacks  atomic.Int64
 	idleFull                                     atomic.Int64
 	heapWarm, heapEnd                            atomic.Uint64
+
+	// paceRan and paceCancelled count the pacer's probes that ran, and
+	// those it cancelled, late, at the end (see soakPace): runs and
+	// cancellations that are not the producers'.
+	paceRan, paceCancelled atomic.Int64
 }
 
 // soakEpoch is the zero of soakRec's atomic times; it has a monotonic
@@ -572,7 +577,7 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 		})
 	}
 	end := time.Now().Add(d)
-	behind, paced := soakPace(tm, end)
+	behind, paced := soakPace(tm, end, n)
 	// churn pauses the producers twice to measure the heap: after warm-up
 	// and at the end.
 	var pause sync.RWMutex
@@ -657,14 +662,17 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 // they go on looking at their timeouts, so that a worker that stops for good
 // leaves them paused and seeing the timeouts stuck. done is closed when the
 // pacer has ended, its last timeout ended too.
-func soakPace(tm *hashedwheel.Timer, end time.Time) (behind *atomic.Bool, done <-chan struct{}) {
+func soakPace(tm *hashedwheel.Timer, end time.Time, n *soakCounts) (behind *atomic.Bool, done <-chan struct{}) {
 	behind = new(atomic.Bool)
 	d := make(chan struct{})
 	go func() {
 		defer close(d)
 		for time.Now().Before(end) {
 			ran := make(chan struct{})
-			to, err := tm.AfterFunc(0, func() { close(ran) })
+			to, err := tm.AfterFunc(0, func() {
+				n.paceRan.Add(1)
+				close(ran)
+			})
 			if err != nil {
 				return
 			}
@@ -676,7 +684,9 @@ func soakPace(tm *hashedwheel.Timer, end time.Time) (behind *atomic.Bool, done <
 				select {
 				case <-ran:
 				case <-time.After(time.Until(end)):
-					to.Cancel() // or it ran; either way it has ended
+					if to.Cancel() { // or it ran; either way it has ended
+						n.paceCancelled.Add(1)
+					}
 				}
 			}
 			wait.Stop()
@@ -762,21 +772,27 @@ func quiescentHeap(t *testing.T, tm *hashedwheel.Timer, n *soakCounts, pause *sy
 	for _, p := range producers {
 		idle += len(p.idle)
 	}
+	// Settled: every run handed out has started, and the worker has seen
+	// every cancellation.
 	settled := func() bool {
 		s := tm.Stats()
 		return tm.PendingTimeouts() == int64(idle) && s.Pending == int64(idle) &&
-			s.Cancelled == uint64(n.cancelled.Load())
+			s.Expired == uint64(n.ran.Load()+n.paceRan.Load()) &&
+			s.Cancelled == uint64(n.cancelled.Load()+n.paceCancelled.Load())
 	}
 	for give := time.Now().Add(10 * time.Second); !settled(); time.Sleep(time.Millisecond) {
 		if time.Now().After(give) {
 			s := tm.Stats()
 			t.Errorf("heap read unsettled after 10s: %d pending (stats %d), want the %d idle ones; the worker saw %d cancellations of %d",
-				tm.PendingTimeouts(), s.Pending, idle, s.Cancelled, n.cancelled.Load())
+				tm.PendingTimeouts(), s.Pending, idle, s.Cancelled, n.cancelled.Load()+n.paceCancelled.Load())
 			break
 		}
 	}
 	for _, p := range producers {
-		p.sweep()
+		// Every record, however young (sweep looks only at those older than
+		// soakSettle): once settled, all have ended but the idle ones.
+		now := time.Now()
+		p.recent, p.late, p.long = p.sweepList(p.recent, now), p.sweepList(p.late, now), p.sweepList(p.long, now)
 		// Keep only what is needed, so that the lists' spare capacity
 		// does not count as the timer's heap.
 		p.recent, p.late, p.long = slices.Clone(p.recent), slices.Clone(p.late), slices.Clone(p.long)
