@@ -185,14 +185,7 @@ func (rep *Report) cell(impl, workload string, c column) string {
 	if !ok {
 		return "n/a"
 	}
-	s := fmt.Sprintf("%.2f×", q.Median)
-	if len(q.Values) > 1 {
-		s += fmt.Sprintf(" <sub>%.2f–%.2f</sub>", q.Min, q.Max)
-	}
-	if q.Verdict == "even" {
-		s += " even"
-	}
-	return s
+	return q.Cell()
 }
 
 // num formats v with prec decimals, with thousands separated by commas, a

@@ -139,14 +139,7 @@ func (rep *Report) cell(sc *scenario, cs int, r *Result, c col) string {
 		if !ok {
 			return "–"
 		}
-		s := fmt.Sprintf("%.2f×", q.Median)
-		if len(q.Values) > 1 {
-			s += fmt.Sprintf(" <sub>%.2f–%.2f</sub>", q.Min, q.Max)
-		}
-		if q.Verdict == "even" {
-			s += " even"
-		}
-		return s
+		return q.Cell()
 	}
 	s := num(v*scale, c.prec)
 	if c.spread && len(r.Reps) > 1 {

@@ -69,6 +69,19 @@ func (s Summary) String() string {
 	return out
 }
 
+// Cell writes the ratio for a markdown table cell: "0.22× <sub>0.09–0.26</sub>",
+// followed by "even" when the rounds disagree.
+func (s Summary) Cell() string {
+	out := fmt.Sprintf("%.2f×", s.Median)
+	if len(s.Values) > 1 {
+		out += fmt.Sprintf(" <sub>%.2f–%.2f</sub>", s.Min, s.Max)
+	}
+	if s.Verdict == "even" {
+		out += " even"
+	}
+	return out
+}
+
 // NoVerdictYet says why rounds that agree are not yet a verdict (Verdict
 // "few").
 func (s Summary) NoVerdictYet() string {
