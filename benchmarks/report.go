@@ -200,7 +200,7 @@ func num(v float64, prec int) string {
 // summary is the short table of the README and of the top of
 // benchmarks.md: one row per implementation, the figures users notice, and
 // a caption that says what each column measures.
-func (rep *Report) summary() string {
+func (rep *Report) summary(captions bool) string {
 	var b strings.Builder
 	sz := rep.Sizes
 	// Each column, and the caption's words for it; the summary mixes
@@ -255,6 +255,11 @@ func (rep *Report) summary() string {
 			row = append(row, rep.summaryCell(im.ID, c.workload, c.column, c.verdict))
 		}
 		report.TableRow(&b, row...)
+	}
+	if !captions {
+		fmt.Fprintf(&b, "\nLess is better in every column; what each measures, and how the %s are paired: [docs/benchmarks.md](docs/benchmarks.md#summary).\n",
+			rounds(rep.Meta.Reps))
+		return b.String()
 	}
 	b.WriteString("\nLess is better in every column:\n\n")
 	for _, c := range cols {
@@ -320,7 +325,7 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "- Every wheel ran with a %v tick and, where it has the setting, %d buckets (antlabs/timer's tick is fixed at 10ms).\n\n", msDur(sz.TickMS), sz.Buckets)
 
 	b.WriteString("## Summary\n\n")
-	b.WriteString(rep.summary())
+	b.WriteString(rep.summary(true))
 	b.WriteString("\n")
 
 	b.WriteString("## Implementations\n\n")
@@ -525,7 +530,7 @@ func updateReadme(path string, rep *Report) error {
 		quick = " **Quick mode: tiny sizes, the figures mean nothing.**"
 	}
 	body := fmt.Sprintf("%s\nRun on %s, %d cores, %s, %s, with a load average of %s to %s%s; `%s`.%s\n",
-		rep.summary(), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command, quick)
+		rep.summary(false), m.CPU, m.Cores, m.Go, m.Date, m.LoadStart, m.LoadEnd, from, m.Command, quick)
 	return report.ReplaceBetween(path, readmeBegin, readmeEnd, body)
 }
 

@@ -110,7 +110,7 @@ func (rep *Report) readmeTable() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.job, row.instead, row.measured, ratio, verdict)
 	}
 	m, p := rep.Meta, rep.Params
-	fmt.Fprintf(&b, "\nEach ratio is taken round by round: the wheel's figure over the other's run in the same round (the variants take turns, each a process of its own); a round in which either fell behind is left out. A verdict needs all of at least %d rounds on one side of 1 and the median %.0f%% or more from it; where the rounds disagree the row says *even*. %d rounds, %s on %d cores (%s), %s; `%s -readme ../README.md`.",
+	fmt.Fprintf(&b, "\nRatios are paired within a round (the variants take turns, each a fresh process); a verdict needs %d rounds on one side of 1 and the median %.0f%% from it, else *even* ([how](docs/scenarios.md)). %d rounds, %s on %d cores (%s), %s; `%s -readme ../README.md`.",
 		minVerdictRounds, 100*evenWithin, p.Rounds, m.Date, m.Cores, m.CPU, m.Go, m.Command)
 	if m.Quick {
 		b.WriteString(" **Quick mode: tiny sizes, the figures mean nothing.**")
