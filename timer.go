@@ -176,9 +176,9 @@ type wheel struct {
 	// tick and before the worker blocks (and Expired before each hand-out).
 	counters counters
 
-	// scanned counts the buckets nextDueTick looked at, and looked the
-	// timeouts expireTimeouts looked at, for tests.
-	scanned, looked uint64
+	// scanned counts the buckets nextDueTick looked at, and walked the
+	// bucket walks of expireTimeouts, for tests.
+	scanned, walked uint64
 
 	// tick counts the ticks since startTime: the worker is processing, or
 	// waiting to process, tick number tick, which covers the deadlines in

@@ -240,6 +240,7 @@ func (t *Timer) rearm(to *Timeout) {
 // Cancelled timeouts are left linked: the worker unlinks them from the
 // changes queue at the start of the next tick.
 func (t *Timer) expireTimeouts(idx int64) {
+	t.wheel.walked++
 	end := t.tickEnd(t.wheel.tick)
 	b := &t.wheel.buckets[idx]
 	b.minDue = math.MaxInt64
@@ -249,7 +250,6 @@ func (t *Timer) expireTimeouts(idx int64) {
 	var now int64
 	stale, handed := true, 0
 	for to := b.head; to != nil; {
-		t.wheel.looked++
 		next := to.bucketNext
 		s, deadline, due := t.claimDue(to, end)
 		switch {

@@ -270,7 +270,8 @@ func BenchmarkTransferCancelled(b *testing.B) {
 // TestBusyWorkerSkipsBucketsWithNothingDue: a worker kept awake every tick
 // (new timeouts arrive all the time) walks a bucket only when something in
 // it needs the worker at that tick, so a timeout 100 turns ahead, alone in
-// its bucket, is looked at a few times before it runs, not once a turn.
+// the wheel, is looked at (its bucket walked) a few times before it runs,
+// not once a turn.
 func TestBusyWorkerSkipsBucketsWithNothingDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const tick = time.Millisecond
@@ -295,6 +296,6 @@ func TestBusyWorkerSkipsBucketsWithNothingDue(t *testing.T) {
 		}
 		synctest.Wait()
 		assert.GreaterOrEqual(t, tm.Stats().Ticks, uint64(400), "the worker slept through most ticks: not busy")
-		assert.LessOrEqual(t, tm.wheel.looked, uint64(6), "looks at the far timeout, over %d ticks", ticks)
+		assert.LessOrEqual(t, tm.wheel.walked, uint64(6), "walks of the far timeout's bucket, over %d ticks", ticks)
 	})
 }
