@@ -40,7 +40,7 @@ func (t *Timer) assertNothingDue(idx int64) {
 	b := &t.wheel.buckets[idx]
 	for to := b.head; to != nil; to = to.bucketNext {
 		s := to.state.Load()
-		if s&phaseMask != stInit || s&(stQueued|stBusy) != 0 {
+		if s&phaseMask != stPending || s&(stQueued|stBusy) != 0 {
 			continue
 		}
 		if d := atomic.LoadInt64(&to.deadline); d < end {

@@ -74,7 +74,7 @@ func TestCheckTickOf(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tm := checkTickTimer(t, tt.tick, tt.clockTick)
-			to := &Timeout{timer: tm}
+			to := newTimeoutOn(tm)
 			to.checkTick.Store(tt.stored)
 			deadline := tt.due*ms + ms/2
 			got := tm.checkTickOf(to, deadline, tt.linked)
@@ -121,7 +121,7 @@ func TestBeforeCheck(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tm := checkTickTimer(t, 0, 0)
-			to := &Timeout{timer: tm}
+			to := newTimeoutOn(tm)
 			to.checkTick.Store(uint32(tt.check))
 			got := tm.beforeCheck(to, tt.oldTick*ms+ms/2, tt.tick*ms+ms/2)
 			if got != tt.want {
@@ -149,7 +149,7 @@ func TestAssertCheckTickPanicsOnABrokenInvariant(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tm := checkTickTimer(t, 100, 100)
-			to := &Timeout{timer: tm}
+			to := newTimeoutOn(tm)
 			var got any
 			func() {
 				defer func() { got = recover() }()

@@ -95,12 +95,12 @@ func (t *Timer) newDeadlineCtx(parent context.Context, d time.Time, hasDeadline 
 	}
 	pending := dur > 0 && parent.Err() == nil
 	if pending {
-		c.to.timer, c.to.task = t, (*deadlineTask)(c)
-		if t.scheduleTimeout(&c.to, dur) == nil {
+		c.to.timer.Store(t)
+		c.to.task = (*deadlineTask)(c)
+		if t.scheduleTimeout(&c.to, dur, 0) == nil {
 			return c, c.cancel
 		}
-		// The timeout was never pushed, or was taken back before the
-		// worker saw it: nobody else has c yet.
+		// The timeout was never pushed: nobody else has c yet.
 	}
 	e := c.ext.Load()
 	if e == nil {
@@ -442,7 +442,7 @@ func (c *deadlineCtx) finish(done int32) {
 	// idempotent, and false if the timeout expired or Stop cancelled it.
 	// ctxUnscheduled is set before the context is returned, and a timeout
 	// that was never scheduled must not be cancelled.
-	if c.to.timer != nil {
+	if c.to.timer.Load() != nil {
 		if e := c.ext.Load(); e == nil || e.state.Load()&ctxUnscheduled == 0 {
 			c.to.Cancel()
 		}

@@ -2,24 +2,37 @@ package hashedwheel
 
 import "errors"
 
-// ErrTimerStopped is returned by Start, NewTimeout, AfterFunc,
+// ErrTimerStopped is returned by Start, NewTimeout, AfterFunc, Schedule,
 // NewPeriodicTimeout, Every and Advance after the timer was stopped.
 //
 // See the example of [Timer.Stop].
 var ErrTimerStopped = errors.New("hashedwheel: timer stopped")
 
 // ErrTooManyPendingTimeouts is returned, wrapped with the counts, by
-// NewTimeout, AfterFunc, NewPeriodicTimeout and Every when the timer already
+// NewTimeout, AfterFunc, Schedule, NewPeriodicTimeout and Every when the timer already
 // holds its [WithMaxPendingTimeouts] limit.
 //
 // See the example of [WithMaxPendingTimeouts].
 var ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
 
-// ErrNilTask is returned by NewTimeout and NewPeriodicTimeout with a nil task
-// and by AfterFunc and Every with a nil function.
+// ErrNilTask is returned by NewTimeout, Schedule and NewPeriodicTimeout with a
+// nil task and by AfterFunc and Every with a nil function.
 //
 // See the example of [Timer.NewTimeout].
 var ErrNilTask = errors.New("hashedwheel: nil task")
+
+// ErrTimeoutPending is returned, wrapped with the reason, by Schedule on a
+// Timeout it cannot arm yet: one that is pending (Reset moves its deadline),
+// one that another Timer has not let go of yet, and one whose task's
+// Cancelled call is still owed. Schedule changes nothing then.
+//
+// See the example of [Timer.Schedule].
+var ErrTimeoutPending = errors.New("hashedwheel: Timeout is pending")
+
+// ErrNilTimeout is returned by Schedule with a nil *Timeout.
+//
+// See the example of [Timer.Schedule].
+var ErrNilTimeout = errors.New("hashedwheel: Schedule with a nil *Timeout")
 
 // ErrInvalidPeriod is returned, wrapped with the period, by NewPeriodicTimeout
 // and Every when the period is not positive.
@@ -27,7 +40,7 @@ var ErrNilTask = errors.New("hashedwheel: nil task")
 // See the example of [Timer.Every].
 var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
-// ErrNotCreated is returned by Start, NewTimeout, AfterFunc,
+// ErrNotCreated is returned by Start, NewTimeout, AfterFunc, Schedule,
 // NewPeriodicTimeout, Every and Advance on a Timer that [NewTimer] did not
 // make, such as the zero value.
 //
@@ -35,7 +48,7 @@ var ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 var ErrNotCreated = errors.New("hashedwheel: Timer not created by NewTimer; " +
 	"use hashedwheel.NewTimer, not a zero Timer value")
 
-// ErrClockMismatch is returned by Start, NewTimeout, AfterFunc,
+// ErrClockMismatch is returned by Start, NewTimeout, AfterFunc, Schedule,
 // NewPeriodicTimeout and Every when a Timer is used with another clock than
 // the one it was created or started on: a testing/synctest bubble's fake
 // clock and the real one. Its deadlines would be decades off. Create, start,

@@ -18,7 +18,7 @@ const cacheLineSize = 64
 // push costs one atomic operation, and the consumer one per batch rather than
 // one per node. The queues of new timeouts leave out, as they reverse the
 // stack, the cancelled timeouts that need nothing more from the worker (see
-// take).
+// take). A stopping worker closes the queues (see close).
 //
 // Memory ordering. A push is
 //
@@ -44,10 +44,10 @@ const cacheLineSize = 64
 // clears it, and so does take for a node it drops, so that the consumer can
 // hand the node to another queue later (a transferred timeout that is
 // cancelled goes to the changes queue), and so that a dropped timeout its
-// caller keeps holds no others. The consumer clears it before any state
-// change that lets a producer push the node again (a dropped node is never
-// pushed again), and that change is the happens-before edge to the next
-// push.
+// caller keeps holds no others. The consumer clears it before the state
+// change that lets a producer push the node again (the worker letting go of
+// a dropped timeout, which Schedule may then arm), and that change is the
+// happens-before edge to the next push.
 type mpscQueue struct {
 	_ [cacheLineSize]byte
 
@@ -68,23 +68,45 @@ type mpscQueue struct {
 	consumerHead *Timeout
 
 	// dropsCancelled makes take leave out the timeouts that need nothing
-	// more from the worker (see droppable). Set for the queues of new
+	// more from the worker (see Timeout.dropCancelled). Set for the queues of new
 	// timeouts by NewTimer; immutable after.
 	dropsCancelled bool
 
 	// dropped counts the cancelled timeouts take left out since
-	// takeDropped last read it (withdrawn ones are left out uncounted).
+	// takeDropped last read it.
 	// Consumer only.
 	dropped int
 	_       [cacheLineSize - 24]byte
 }
 
-// push appends n. It is safe for concurrent use. n must not be in a queue.
-func (q *mpscQueue) push(n *Timeout) {
+// closedQueue is the top of a closed queue: a push onto it fails.
+var closedQueue Timeout
+
+// push appends n and reports true, or reports false if the queue is closed
+// (see close). It is safe for concurrent use. n must not be in a queue.
+func (q *mpscQueue) push(n *Timeout) bool {
 	for {
 		top := q.producerTop.Load()
+		if top == &closedQueue {
+			return false
+		}
 		n.next = top
 		if q.producerTop.CompareAndSwap(top, n) {
+			return true
+		}
+	}
+}
+
+// close makes every later push fail, so that a producer learns that nobody
+// will take its node any more; handle gets the nodes pushed before, oldest
+// first. A stopping worker closes the queues once it has taken everything.
+// Consumer only; the queue is never taken from again.
+func (q *mpscQueue) close(handle func(*Timeout)) {
+	for {
+		for n := q.pop(); n != nil; n = q.pop() {
+			handle(n)
+		}
+		if q.producerTop.CompareAndSwap(nil, &closedQueue) {
 			return
 		}
 	}
@@ -129,23 +151,21 @@ func (q *mpscQueue) takeAll() {
 
 // take takes every node pushed so far and returns the oldest, linked by next
 // to the others in the order they were pushed. A queue that drops cancelled
-// timeouts leaves out, and counts, those that need nothing more: reversing
-// the stack reads every node anyway, and a timeout scheduled and cancelled
-// before the worker took it, the common case, is then touched once.
-// Consumer only.
+// timeouts leaves out, and counts, those that need nothing more (see
+// Timeout.dropCancelled): reversing the stack reads every node anyway, and a
+// timeout scheduled and cancelled before the worker took it, the common case,
+// is then touched once. Consumer only.
 func (q *mpscQueue) take() *Timeout {
 	var head *Timeout
 	for top := q.producerTop.Swap(nil); top != nil; {
 		n := top
 		top = n.next
-		if q.dropsCancelled {
-			if drop, counted := droppable(n); drop {
-				n.next = nil
-				if counted {
-					q.dropped++
-				}
-				continue
-			}
+		// Cleared before the drop lets go of n, after which n may be
+		// pushed again.
+		n.next = nil
+		if q.dropsCancelled && n.dropCancelled() {
+			q.dropped++
+			continue
 		}
 		n.next = head
 		head = n

@@ -86,7 +86,7 @@ func WithTicksPerWheel(n int) Option {
 }
 
 // WithMaxPendingTimeouts limits how many timeouts may be pending at once;
-// NewTimeout and AfterFunc fail with an error wrapping
+// NewTimeout, AfterFunc and Schedule fail with an error wrapping
 // [ErrTooManyPendingTimeouts] while the limit is reached. n <= 0, the default,
 // means no limit.
 func WithMaxPendingTimeouts(n int64) Option {
@@ -106,7 +106,9 @@ func WithMaxPendingTimeouts(n int64) Option {
 //
 // exec must call each task it is given exactly once, now or later. A run it
 // drops is lost, and the Timer cannot tell: a one-shot Timeout is expired
-// before exec is called, so its task simply never runs; a periodic one stays
+// before exec is called, so its task simply never runs, and, as runs of one
+// Timeout never overlap, a later arm of it by [Timer.Schedule] is never
+// handed out either (it stays pending until cancelled); a periodic one stays
 // out on that run for good, pending (in [Timer.PendingTimeouts]) with no
 // later run due, and [Timeout.Reset] returns false on it. [Timeout.Cancel]
 // still cancels it (its [CancelledTask] call, and its count in
@@ -114,6 +116,10 @@ func WithMaxPendingTimeouts(n int64) Option {
 // not cancelled. If exec panics, the panic is logged: a one-shot task may
 // not run, and a periodic run that did not start goes back to the worker,
 // whose next run is due a period later.
+//
+// Stop does not wait for runs on exec's goroutines. A Timeout that such a
+// run schedules again on its own Timer as Stop comes is cancelled when the
+// run returns, and is then not among the timeouts Stop returned.
 //
 // See the example of [WithTaskWorkers], the pool the timer owns, which most
 // programs want instead.

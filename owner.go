@@ -202,6 +202,7 @@ func (t *Timer) releaseOwner() {
 	if t.isStopped() && !t.own.collected {
 		t.own.collected = true
 		t.collectUnprocessed()
+		t.closeQueues()
 		t.publishStats()
 	}
 	t.own.advancing.Store(false)
@@ -223,6 +224,7 @@ func (t *Timer) collectForStop() []*Timeout {
 	}
 	t.own.collected = true
 	t.collectUnprocessed()
+	t.closeQueues()
 	t.publishStats()
 	return t.life.unprocessed
 }

@@ -35,12 +35,6 @@ type periodicExec struct {
 
 func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
 
-// isPeriodic reports whether to is a periodic timeout.
-func isPeriodic(to *Timeout) bool {
-	_, ok := to.task.(*periodicTask)
-	return ok
-}
-
 // NewPeriodicTimeout schedules task to run every period, first at period
 // from now: run k is due at start + k*period, whatever the lateness of the
 // runs before it, and runs at the first tick at or after that. A run never
@@ -71,17 +65,18 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 	}
 	p := &periodicTask{task: task, period: int64(period)}
 	to := &p.to
-	to.timer, to.task = t, p
+	to.timer.Store(t)
+	to.task = p
 	if t.conf.taskExecutor != nil {
 		e := &periodicExec{}
 		e.run = func() {
 			if e.handedOut.CompareAndSwap(true, false) {
-				t.runTimeout(to)
+				t.runPeriodic(to, p, false)
 			}
 		}
 		p.exec = e
 	}
-	if err := t.scheduleTimeout(to, period); err != nil {
+	if err := t.scheduleTimeout(to, period, notifiesFor(task)); err != nil {
 		return nil, err
 	}
 	return to, nil
@@ -136,7 +131,7 @@ func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (return
 		now := t.elapsed()
 		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), p.period, now))
 	}
-	t.callTask(to)
+	t.callTask(to, p)
 	return
 }
 
@@ -153,7 +148,12 @@ func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 	if !to.markReturning() {
 		return now // collectUnprocessed took it off the list of runs
 	}
-	t.shardFor(to).timeouts.push(to)
+	if !t.shardFor(to).timeouts.push(to) {
+		// The worker has let go of its queues; it takes the timeout off
+		// its list of runs and cancels it.
+		to.clearReturning()
+		return now
+	}
 	t.wakeWorker()
 	return now
 }

@@ -15,14 +15,13 @@ import (
 // changes queue (Go may preempt there). finish does the rest.
 func stalledReset(t *testing.T, to *Timeout) (finish func()) {
 	s := to.state.Load()
-	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&stBusy == 0 && s&phaseMask == stInit,
+	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&stBusy == 0 && s&phaseMask == stPending,
 		"want a linked, unqueued, pending timeout; state %#x", s)
-	require.True(t, to.state.CompareAndSwap(s, s|stBusy|stReset))
-	atomic.StoreInt64(&to.deadline, to.timer.elapsed())
-	require.True(t, to.state.CompareAndSwap(s|stBusy|stReset, s|stReset|stQueued))
+	require.True(t, to.state.CompareAndSwap(s, s|stBusy))
+	atomic.StoreInt64(&to.deadline, to.timer.Load().elapsed())
+	require.True(t, to.state.CompareAndSwap(s|stBusy, s|stQueued))
 	return func() {
-		to.timer.changes.push(to)
-		to.timer.wakeWorker()
+		to.timer.Load().pushChange(to)
 	}
 }
 

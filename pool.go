@@ -18,12 +18,12 @@ type taskPool struct {
 
 	// mu guards the fields below it.
 	mu      sync.Mutex
-	ring    []*Timeout // capacity a power of two
-	head    int        // index of the oldest task
-	n       int        // tasks queued
-	waiting int        // pool goroutines waiting on wakeup
-	closed  bool       // no more submissions; goroutines exit when empty
-	live    int        // pool goroutines running
+	ring    []run // capacity a power of two
+	head    int   // index of the oldest task
+	n       int   // tasks queued
+	waiting int   // pool goroutines waiting on wakeup
+	closed  bool  // no more submissions; goroutines exit when empty
+	live    int   // pool goroutines running
 
 	// wakeup carries one token per waiting goroutine to wake. Its buffer
 	// holds as many tokens as there are goroutines, so sends never block.
@@ -41,7 +41,7 @@ type taskPool struct {
 func newTaskPool(t *Timer, n int) *taskPool {
 	return &taskPool{
 		timer:  t,
-		ring:   make([]*Timeout, 64),
+		ring:   make([]run, 64),
 		wakeup: make(chan struct{}, n),
 		done:   make(chan struct{}),
 		ids:    make([]atomic.Uint64, n),
@@ -56,17 +56,26 @@ func (p *taskPool) start() {
 	}
 }
 
-// submit queues to's task. Worker only.
-func (p *taskPool) submit(to *Timeout) {
+// run is a task run handed to the pool: the timeout and its task, read by
+// the worker as it expired it (a Schedule may arm the timeout again with
+// another task before the run starts).
+type run struct {
+	to   *Timeout
+	task TimerTask
+}
+
+// submit queues a run of task, the task of the expired timeout to. Worker
+// only.
+func (p *taskPool) submit(to *Timeout, task TimerTask) {
 	p.mu.Lock()
 	if p.n == len(p.ring) {
-		grown := make([]*Timeout, 2*len(p.ring))
+		grown := make([]run, 2*len(p.ring))
 		for i := range p.n {
 			grown[i] = p.ring[(p.head+i)&(len(p.ring)-1)]
 		}
 		p.ring, p.head = grown, 0
 	}
-	p.ring[(p.head+p.n)&(len(p.ring)-1)] = to
+	p.ring[(p.head+p.n)&(len(p.ring)-1)] = run{to, task}
 	p.n++
 	if p.waiting > 0 {
 		p.waiting--
@@ -75,22 +84,22 @@ func (p *taskPool) submit(to *Timeout) {
 	p.mu.Unlock()
 }
 
-// take returns the next task, waiting for one; nil once the pool is closed
-// and empty.
-func (p *taskPool) take() *Timeout {
+// take returns the next run, waiting for one; ok is false once the pool is
+// closed and empty.
+func (p *taskPool) take() (r run, ok bool) {
 	for {
 		p.mu.Lock()
 		if p.n > 0 {
-			to := p.ring[p.head]
-			p.ring[p.head] = nil
+			r = p.ring[p.head]
+			p.ring[p.head] = run{}
 			p.head = (p.head + 1) & (len(p.ring) - 1)
 			p.n--
 			p.mu.Unlock()
-			return to
+			return r, true
 		}
 		if p.closed {
 			p.mu.Unlock()
-			return nil
+			return run{}, false
 		}
 		p.waiting++
 		p.mu.Unlock()
@@ -119,11 +128,11 @@ func (p *taskPool) loop(i int) {
 		}
 	}()
 	for {
-		to := p.take()
-		if to == nil {
+		r, ok := p.take()
+		if !ok {
 			break
 		}
-		p.timer.runTimeout(to)
+		p.timer.runTimeout(r.to, r.task)
 	}
 	exited = true
 }

@@ -12,33 +12,33 @@ const (
 	handedOff = -2 // the task went to the pool
 )
 
-// handOut runs an expired timeout's task: on the pool, through the executor,
-// or here on the worker. It returns the time a periodic run that ran here
-// returned, ranHere if a task ran here or went to the executor (which may
-// have taken time), or handedOff.
-func (t *Timer) handOut(to *Timeout) int64 {
+// handOut runs the task of an expired timeout, read while the worker held
+// it: on the pool, through the executor, or here on the worker. It returns
+// the time a periodic run that ran here returned, ranHere if a task ran here
+// or went to the executor (which may have taken time), or handedOff.
+func (t *Timer) handOut(to *Timeout, task TimerTask) int64 {
 	// The run counts in Stats before its task starts, wherever it runs: a
 	// task that blocks must not hide it, nor the runs handed out before it.
 	t.published.expired.Store(t.wheel.counters.expired)
-	if t.conf.pool != nil && !isUrgent(to) {
-		t.conf.pool.submit(to)
+	if t.conf.pool != nil && !isUrgent(task) {
+		t.conf.pool.submit(to, task)
 		return handedOff
 	}
-	if t.conf.taskExecutor != nil && !isUrgent(to) {
-		t.execute(to)
+	if t.conf.taskExecutor != nil && !isUrgent(task) {
+		t.execute(to, task)
 		return ranHere
 	}
-	if p, ok := to.task.(*periodicTask); ok {
+	if p, ok := task.(*periodicTask); ok {
 		return t.runPeriodic(to, p, true)
 	}
-	t.callTask(to)
+	t.runOneShot(to, task)
 	return ranHere
 }
 
-// isUrgent reports whether to's task must run on the worker even with a
+// isUrgent reports whether task must run on the worker even with a
 // pool or an executor (see urgentTask).
-func isUrgent(to *Timeout) bool {
-	_, ok := to.task.(urgentTask)
+func isUrgent(task TimerTask) bool {
+	_, ok := task.(urgentTask)
 	return ok
 }
 
@@ -51,31 +51,62 @@ type urgentTask interface {
 	urgent()
 }
 
-// runTimeout runs to's task on the calling goroutine, a pool goroutine or
-// the executor's.
-func (t *Timer) runTimeout(to *Timeout) {
-	if p, ok := to.task.(*periodicTask); ok {
+// runTimeout runs task, the task of the expired timeout to, on the calling
+// goroutine: a pool goroutine or the executor's.
+func (t *Timer) runTimeout(to *Timeout, task TimerTask) {
+	if p, ok := task.(*periodicTask); ok {
 		t.runPeriodic(to, p, false)
 		return
 	}
-	t.callTask(to)
+	t.runOneShot(to, task)
 }
 
-// callTask runs to's task; a panic in it is logged with the timeout.
-func (t *Timer) callTask(to *Timeout) {
+// runOneShot runs task, the task of the expired one-shot arm of to, and then
+// ends the run, even if the task panicked or called runtime.Goexit (see
+// runReturned).
+func (t *Timer) runOneShot(to *Timeout, task TimerTask) {
+	defer t.runReturned(to)
+	t.callTask(to, task)
+}
+
+// runReturned ends the run of an expired one-shot arm of to: from now on a
+// new arm may be handed out. If to was armed again while the run was out, it
+// gives it to the new arm's Timer. If that Timer has stopped and let go of
+// its queues, the new arm ends cancelled: it was pending when Stop ran, but
+// out of its reach.
+func (t *Timer) runReturned(to *Timeout) {
+	if !to.endRun() {
+		return
+	}
+	nt := to.timer.Load() // the new arm's, stable while stNew is set
+	if nt.shardFor(to).timeouts.push(to) {
+		nt.wakeWorker()
+		return
+	}
+	if to.markCancelled(stNew) {
+		to.release()
+	} else {
+		to.letGo(stNew | stNotify)
+	}
+	nt.shardFor(to).cancelledAside.Add(1)
+}
+
+// callTask runs task on to; a panic in it is logged with the timeout.
+func (t *Timer) callTask(to *Timeout, task TimerTask) {
 	defer t.recoverPanic(to, "task")
-	to.task.Run(to)
+	task.Run(to)
 }
 
-// execute hands an expired timeout's task to the WithTaskExecutor executor.
-// A panic in the executor is logged with the timeout and does not reach the
-// worker; a periodic run the executor did not start goes back to the worker,
-// so the timeout is not stranded.
-func (t *Timer) execute(to *Timeout) {
-	p, periodic := to.task.(*periodicTask)
+// execute hands the task of an expired timeout to the WithTaskExecutor
+// executor. A panic in the executor is logged with the timeout and does not
+// reach the worker; a periodic run the executor did not start goes back to
+// the worker, so the timeout is not stranded. A one-shot run the executor
+// drops is never ended: see WithTaskExecutor.
+func (t *Timer) execute(to *Timeout, task TimerTask) {
+	p, periodic := task.(*periodicTask)
 	if !periodic {
 		defer t.recoverPanic(to, "task executor")
-		t.conf.taskExecutor(func() { t.callTask(to) })
+		t.conf.taskExecutor(func() { t.runOneShot(to, task) })
 		return
 	}
 	p.exec.handedOut.Store(true)
@@ -111,24 +142,21 @@ func (t *Timer) logError(msg string, args ...any) {
 }
 
 // countCancelled counts a timeout that Cancel cancelled, now that the worker
-// has let go of it, and calls its task's Cancelled method if it has one. A
-// timeout that its NewTimeout took back (stWithdrawn) was never its
-// caller's: it is neither counted nor told.
-func (t *Timer) countCancelled(to *Timeout) {
-	if to.state.Load()&stWithdrawn != 0 {
-		return
-	}
+// has let go of it, and, if s (its state as the worker let go) says a
+// Cancelled call is owed, makes it.
+func (t *Timer) countCancelled(to *Timeout, s int32) {
 	t.wheel.counters.cancelled++
-	t.notifyCancelled(to)
+	if s&stNotify != 0 {
+		t.notifyCancelled(to)
+	}
 }
 
-// notifyCancelled calls the task's Cancelled method, if it has one, for a
-// timeout that Cancel cancelled and the worker has unlinked.
+// notifyCancelled calls the task's Cancelled method for a timeout that Cancel
+// cancelled and the worker has let go of. stNotify keeps Schedule from
+// rewriting the task until it is cleared, just before the call.
 func (t *Timer) notifyCancelled(to *Timeout) {
-	c, ok := to.Task().(CancelledTask)
-	if !ok {
-		return
-	}
+	c := to.Task().(CancelledTask)
+	to.takeNotify()
 	defer t.recoverPanic(to, "Cancelled")
 	c.Cancelled(to)
 }

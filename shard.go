@@ -25,6 +25,13 @@ type shard struct {
 	// expired nor cancelled; with a pending limit, shard 0 counts all of
 	// them, so that the limit is exact.
 	timeouts mpscQueue
+
+	// cancelledAside counts the shard's cancelled timeouts that the worker
+	// never sees: those that Schedule armed again where they were before the
+	// worker saw the cancel, and those armed again during a run that
+	// returned after the worker stopped (see runReturned). They count in
+	// Stats.Cancelled from here. Any goroutine; atomic.
+	cancelledAside atomic.Uint64
 }
 
 // pending returns the shard's count of pending timeouts.

@@ -21,7 +21,7 @@ func TestATimeoutKeepsItsShardForLife(t *testing.T) {
 	timeouts := make([]*Timeout, 1000)
 	shards := make([]*shard, len(timeouts))
 	for i := range timeouts {
-		timeouts[i] = &Timeout{timer: tm}
+		timeouts[i] = newTimeoutOn(tm)
 		shards[i] = tm.shardFor(timeouts[i])
 	}
 	for range 3 {
@@ -46,7 +46,7 @@ func TestTimeoutsMadeTogetherShareAShard(t *testing.T) {
 	var last *shard
 	keep := make([]*Timeout, n)
 	for i := range keep {
-		keep[i] = &Timeout{timer: tm}
+		keep[i] = newTimeoutOn(tm)
 		if s := tm.shardFor(keep[i]); s != last {
 			changes++
 			last = s

@@ -50,10 +50,15 @@ func readStateTable(t *testing.T) []stateRow {
 
 // stateWords maps the table's words to the state word's phases and flags.
 var stateWords = map[string]int32{
-	"pending": stInit, "cancelled": stCancelled, "expired": stExpired,
-	"linked": stLinked, "queued": stQueued, "busy": stBusy, "reset": stReset,
-	"running": stRunning, "returning": stReturning, "withdrawn": stWithdrawn,
+	"unarmed": stUnarmed, "pending": stPending, "cancelled": stCancelled, "expired": stExpired,
+	"linked": stLinked, "queued": stQueued, "new": stNew, "busy": stBusy,
+	"running": stRunning, "returning": stReturning, "out": stOut,
+	"notifies": stNotifies, "notify": stNotify,
 }
+
+// flagsOf returns the phase and flags of state word s, without its
+// generation.
+func flagsOf(s int32) int32 { return s & (genOne - 1) }
 
 // stateChange is a cell of the table, read.
 type stateChange struct {
@@ -63,17 +68,14 @@ type stateChange struct {
 	optional int32 // (+flag): set only on the row's condition
 }
 
-// applyTo returns state s changed as the to column c says, with the
-// optional flags set if cond holds.
-func (c stateChange) applyTo(s int32, cond bool) int32 {
+// applyTo returns state s changed as the to column c says, with those of
+// the optional flags that are in opt.
+func (c stateChange) applyTo(s int32, opt int32) int32 {
 	s = s&^c.clear | c.set
 	if c.phase >= 0 {
 		s = s&^phaseMask | c.phase
 	}
-	if cond {
-		s |= c.optional
-	}
-	return s
+	return s | c.optional&opt
 }
 
 func parseStateCell(t *testing.T, cell string) stateChange {
@@ -93,7 +95,7 @@ func parseStateCell(t *testing.T, cell string) stateChange {
 			t.Fatalf("timeout.go: unknown word %q in the transition table", word)
 		}
 		switch {
-		case sign == 0 && v&phaseMask == v && !optional:
+		case sign == 0 && v&phaseMask == v && !optional && word != "":
 			c.phase = v
 		case optional && sign == '+':
 			c.optional |= v
@@ -113,31 +115,51 @@ func parseStateCell(t *testing.T, cell string) stateChange {
 type transition func(to *Timeout, s int32, cond bool)
 
 // transitions holds how to make each row happen, keyed by the row's function
-// or, for a function with two rows, by its function and to column.
+// or, for a function with several rows, by its function and to column. extra
+// are flags set besides the from column's when the row's condition is to
+// hold, without those set when it is not to.
 var transitions = map[string]struct {
-	extra int32 // flags set besides the from column's, when cond holds
-	call  transition
+	extra, without int32
+	call           transition
 }{
-	"cancel → cancelled (+queued)": {stLinked, func(to *Timeout, _ int32, _ bool) { to.cancel(0) }},
-	"cancel → cancelled +withdrawn (+queued)": {stLinked, func(to *Timeout, _ int32, _ bool) {
-		to.cancel(stWithdrawn)
+	"initArm": {0, 0, func(to *Timeout, _ int32, cond bool) {
+		to.initArm(map[bool]int32{true: stNotifies}[cond])
 	}},
-	"markCancelled":                  {0, func(to *Timeout, _ int32, _ bool) { to.markCancelled() }},
-	"beginReset":                     {0, func(to *Timeout, _ int32, _ bool) { to.beginReset() }},
-	"endReset":                       {stLinked, func(to *Timeout, _ int32, cond bool) { to.endReset(cond) }},
-	"takeChange":                     {0, func(to *Timeout, _ int32, _ bool) { to.takeChange() }},
-	"markLinked":                     {0, func(to *Timeout, s int32, _ bool) { to.markLinked(s) }},
-	"endReturn → -returning +linked": {0, func(to *Timeout, _ int32, _ bool) { to.endReturn() }},
-	"endReturn → -returning":         {0, func(to *Timeout, _ int32, _ bool) { to.endReturn() }},
-	"clearReturning":                 {0, func(to *Timeout, _ int32, _ bool) { to.clearReturning() }},
-	"claim":                          {0, func(to *Timeout, s int32, _ bool) { to.claim(s) }},
-	"release":                        {0, func(to *Timeout, s int32, _ bool) { to.release(s) }},
-	"markExpired → expired -busy":    {0, func(to *Timeout, s int32, _ bool) { to.markExpired(s, false) }},
-	"markExpired → -linked -busy +running": {0, func(to *Timeout, s int32, _ bool) {
+	"undoInit":                       {0, 0, func(to *Timeout, _ int32, _ bool) { to.undoInit() }},
+	"cancel":                         {stLinked | stNotifies, 0, func(to *Timeout, _ int32, _ bool) { to.cancel() }},
+	"markCancelled":                  {0, 0, func(to *Timeout, _ int32, _ bool) { to.markCancelled(stLinked | stNew) }},
+	"beginReset":                     {0, 0, func(to *Timeout, _ int32, _ bool) { to.beginReset() }},
+	"endReset":                       {stPending | stLinked, 0, func(to *Timeout, _ int32, cond bool) { to.endReset(cond) }},
+	"takeChange":                     {0, 0, func(to *Timeout, _ int32, _ bool) { to.takeChange() }},
+	"markLinked":                     {0, 0, func(to *Timeout, s int32, _ bool) { to.markLinked(s) }},
+	"endReturn → -returning +linked": {0, 0, func(to *Timeout, _ int32, _ bool) { to.endReturn() }},
+	"endReturn → -returning":         {0, 0, func(to *Timeout, _ int32, _ bool) { to.endReturn() }},
+	"clearReturning":                 {0, 0, func(to *Timeout, _ int32, _ bool) { to.clearReturning() }},
+	"claim":                          {0, 0, func(to *Timeout, s int32, _ bool) { to.claim(s) }},
+	"release":                        {0, 0, func(to *Timeout, _ int32, _ bool) { to.release() }},
+	"markExpired → expired -busy -linked +out": {0, 0, func(to *Timeout, s int32, _ bool) {
+		to.markExpired(s, false)
+	}},
+	"markExpired → -linked -busy +running": {0, 0, func(to *Timeout, s int32, _ bool) {
 		to.markExpired(s, true)
 	}},
-	"markReturning": {0, func(to *Timeout, _ int32, _ bool) { to.markReturning() }},
-	"recallRun":     {0, func(to *Timeout, _ int32, _ bool) { to.recallRun() }},
+	"markReturning":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.markReturning() }},
+	"recallRun":          {0, 0, func(to *Timeout, _ int32, _ bool) { to.recallRun() }},
+	"letGo":              {0, 0, func(to *Timeout, _ int32, _ bool) { to.letGo(stLinked | stNew) }},
+	"dropCancelled":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.dropCancelled() }},
+	"takeNotify":         {0, 0, func(to *Timeout, _ int32, _ bool) { to.takeNotify() }},
+	"endRun → -out":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.endRun() }},
+	"endRun → -out +new": {0, 0, func(to *Timeout, _ int32, _ bool) { to.endRun() }},
+	"beginArm → +busy +new": {0, 0, func(to *Timeout, _ int32, _ bool) {
+		to.beginArm(to.timer.Load())
+	}},
+	"beginArm → +busy (+new)": {0, stOut, func(to *Timeout, _ int32, _ bool) {
+		to.beginArm(to.timer.Load())
+	}},
+	"endArm": {0, 0, func(to *Timeout, _ int32, cond bool) {
+		to.endArm(map[bool]int32{true: stNotifies}[cond])
+	}},
+	"abortArm": {0, 0, func(to *Timeout, _ int32, _ bool) { to.abortArm() }},
 }
 
 // TestStateTransitionsFollowTheTable walks the transition table at the top of
@@ -176,12 +198,14 @@ func TestStateTransitionsFollowTheTable(t *testing.T) {
 			}
 			if cond {
 				s |= drive.extra
+			} else {
+				s |= drive.without
 			}
-			want := to.applyTo(s, cond)
-			x := &Timeout{timer: tm}
+			want := to.applyTo(s, map[bool]int32{true: -1}[cond])
+			x := newTimeoutOn(tm)
 			x.state.Store(s)
 			drive.call(x, s, cond)
-			if got := x.state.Load(); got != want {
+			if got := flagsOf(x.state.Load()); got != want {
 				t.Errorf("%v (condition %v): state %#x → %#x, want %#x", row, cond, s, got, want)
 			}
 		}
@@ -194,21 +218,31 @@ func TestStateTransitionsFollowTheTable(t *testing.T) {
 }
 
 // guards maps the functions of the table that check their from state
-// themselves to how each decides its optional flags; the others rely on
-// their callers for it (a compare-and-swap from the state the caller read,
-// or an And of a flag the caller saw set).
-var guards = map[string]func(s int32) (call func(to *Timeout), cond bool){
-	"cancel": func(s int32) (func(*Timeout), bool) {
-		return func(to *Timeout) { to.cancel(0) }, s&stLinked != 0 && s&stQueued == 0
+// themselves to how each decides its optional flags (the ones it sets from
+// state s); the others rely on their callers for it (a compare-and-swap from
+// the state the caller read, or an And of a flag the caller saw set).
+var guards = map[string]func(s int32) (call func(to *Timeout), opt int32){
+	"cancel": func(s int32) (func(*Timeout), int32) {
+		var opt int32
+		if s&stLinked != 0 && s&stQueued == 0 {
+			opt |= stQueued
+		}
+		if s&stNotifies != 0 {
+			opt |= stNotify
+		}
+		return func(to *Timeout) { to.cancel() }, opt
 	},
-	"markCancelled": func(int32) (func(*Timeout), bool) {
-		return func(to *Timeout) { to.markCancelled() }, false
+	"markCancelled": func(int32) (func(*Timeout), int32) {
+		return func(to *Timeout) { to.markCancelled(stLinked | stNew) }, 0
 	},
-	"beginReset": func(int32) (func(*Timeout), bool) {
-		return func(to *Timeout) { to.beginReset() }, false
+	"beginReset": func(int32) (func(*Timeout), int32) {
+		return func(to *Timeout) { to.beginReset() }, 0
 	},
-	"markReturning": func(int32) (func(*Timeout), bool) {
-		return func(to *Timeout) { to.markReturning() }, false
+	"markReturning": func(int32) (func(*Timeout), int32) {
+		return func(to *Timeout) { to.markReturning() }, 0
+	},
+	"dropCancelled": func(int32) (func(*Timeout), int32) {
+		return func(to *Timeout) { to.dropCancelled() }, 0
 	},
 }
 
@@ -224,9 +258,9 @@ func TestStateTransitionsHappenOnlyFromTheTable(t *testing.T) {
 	}
 	defer tm.Stop()
 	rows := readStateTable(t)
-	flags := []int32{stLinked, stQueued, stBusy, stReset, stRunning, stReturning}
+	flags := []int32{stLinked, stQueued, stNew, stBusy, stRunning, stReturning, stOut, stNotifies, stNotify}
 	for function, guard := range guards {
-		for _, phase := range []int32{stInit, stCancelled, stExpired} {
+		for _, phase := range []int32{stUnarmed, stPending, stCancelled, stExpired} {
 			for combo := range 1 << len(flags) {
 				s := phase
 				for i, f := range flags {
@@ -234,24 +268,25 @@ func TestStateTransitionsHappenOnlyFromTheTable(t *testing.T) {
 						s |= f
 					}
 				}
-				if function == "beginReset" && s&stBusy != 0 && phase == stInit && s&stRunning == 0 {
+				if s&stBusy != 0 && phase == stPending &&
+					(function == "beginReset" && s&stRunning == 0 || function == "markCancelled") {
 					continue // it waits for the holder of stBusy, which is no one here
 				}
-				call, cond := guard(s)
+				call, opt := guard(s)
 				want := s
 				for _, row := range rows {
 					from, to := parseStateCell(t, row.from), parseStateCell(t, row.to)
-					if row.function != function || to.set&stWithdrawn != 0 ||
+					if row.function != function ||
 						from.phase >= 0 && s&phaseMask != from.phase ||
 						s&from.set != from.set || s&from.clear != 0 {
 						continue
 					}
-					want = to.applyTo(s, cond)
+					want = to.applyTo(s, opt)
 				}
-				x := &Timeout{timer: tm}
+				x := newTimeoutOn(tm)
 				x.state.Store(s)
 				call(x)
-				if got := x.state.Load(); got != want {
+				if got := flagsOf(x.state.Load()); got != want {
 					t.Errorf("%s from %#x: state %#x, want %#x (as the table says)", function, s, got, want)
 				}
 			}

@@ -23,7 +23,8 @@ type Stats struct {
 // after [Timer.Stop], and cheap: it reads a few atomics and holds no lock.
 // Keeping the statistics costs [Timer.NewTimeout], Cancel and Reset nothing:
 // the worker counts what it sees (a cancellation when it unlinks or drops the
-// timeout) and publishes its counts after each tick and before it sleeps; it
+// timeout; [Timer.Schedule] counts one it arms again before the worker saw
+// it) and publishes its counts after each tick and before it sleeps; it
 // counts a run in Expired before its task starts, on the worker, the
 // [WithTaskWorkers] pool or the [WithTaskExecutor] executor, so a task that
 // blocks hides no run handed out before it.
@@ -35,12 +36,22 @@ func (t *Timer) Stats() Stats {
 	return Stats{
 		Pending:     t.PendingTimeouts(),
 		Expired:     p.expired.Load(),
-		Cancelled:   p.cancelled.Load(),
+		Cancelled:   p.cancelled.Load() + t.cancelledAside(),
 		Ticks:       p.ticks.Load(),
 		Wakeups:     p.wakeups.Load(),
 		Late:        p.late.Load(),
 		MaxLateness: time.Duration(p.maxLateness.Load()),
 	}
+}
+
+// cancelledAside returns how many cancelled timeouts the worker never saw
+// (see shard.cancelledAside).
+func (t *Timer) cancelledAside() uint64 {
+	var n uint64
+	for i := range t.shards {
+		n += t.shards[i].cancelledAside.Load()
+	}
+	return n
 }
 
 // counters are the worker's own statistics.

@@ -69,22 +69,23 @@ func (t *Timer) Stop() []*Timeout {
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
 // t.life.unprocessed for Stop. It runs on the worker as it exits, before it waits
-// for the pool. Timeouts that Cancel cancelled and that the worker has not
-// yet unlinked get their Cancelled call here.
+// for the pool; closeQueues then takes what came meanwhile. Timeouts that
+// Cancel cancelled and that the worker has not yet let go of get their
+// Cancelled call here.
 //
 // It can be resumed: a Cancelled call may call runtime.Goexit, and the
 // worker's next goroutine then runs it again. So each timeout leaves its
 // list before the call, and the result is kept in t.life.unprocessed.
 func (t *Timer) collectUnprocessed() {
-	// A producer that pushes after these pops sees the stop and cancels its
-	// timeout itself (see scheduleTimeout).
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
 		for to := q.pop(); to != nil; to = q.pop() {
+			drop := stNew
 			if to.clearReturning() {
 				t.wheel.running.remove(to)
+				drop = 0
 			}
-			t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
+			t.cancelForStop(to, drop)
 		}
 		t.wheel.counters.cancelled += uint64(q.takeDropped())
 	}
@@ -92,7 +93,7 @@ func (t *Timer) collectUnprocessed() {
 		b := &t.wheel.buckets[i]
 		for to := b.head; to != nil; to = b.head {
 			b.remove(to)
-			t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
+			t.cancelForStop(to, stLinked)
 		}
 	}
 	t.wheel.occupied = occupancy{}
@@ -103,28 +104,59 @@ func (t *Timer) collectUnprocessed() {
 	for to := t.wheel.running.head; to != nil; to = t.wheel.running.head {
 		t.wheel.running.remove(to)
 		to.recallRun()
-		t.life.unprocessed = t.cancelForStop(to, t.life.unprocessed)
+		t.cancelForStop(to, 0)
 	}
-	for t.changes.pop() != nil {
+	for to := t.changes.pop(); to != nil; to = t.changes.pop() {
 		// Every timeout in it was in a bucket, and has been dealt with
-		// there; popping drops the queue's references to them.
+		// there.
+		to.takeChange()
 	}
 }
 
+// closeQueues takes, cancels and keeps for Stop what was pushed since
+// collectUnprocessed (by a NewTimeout or Schedule racing Stop, or by a pooled
+// task's run returning with its Timeout armed again), and closes the queues,
+// so that a later push fails and its caller knows nobody will take it. The
+// worker calls it after the pool has finished.
+func (t *Timer) closeQueues() {
+	for i := range t.shards {
+		q := &t.shards[i].timeouts
+		q.close(func(to *Timeout) {
+			if to.clearReturning() {
+				return // a periodic run that returned after it was cancelled above
+			}
+			t.cancelForStop(to, stNew)
+		})
+		t.wheel.counters.cancelled += uint64(q.takeDropped())
+	}
+	t.changes.close(func(to *Timeout) { to.takeChange() })
+}
+
 // cancelForStop cancels to if it is still pending and appends it to
-// unprocessed; if Cancel cancelled it first, it delivers its Cancelled call.
-func (t *Timer) cancelForStop(to *Timeout, unprocessed []*Timeout) []*Timeout {
-	if to.markCancelled() {
-		t.wheel.counters.cancelled++
-		if o, ok := to.task.(stopObserver); ok {
-			o.timerStopped(to)
+// t.life.unprocessed, letting go of the holding flags in drop (those of the
+// list the caller took it from); if Cancel cancelled it first, it lets go of
+// it and delivers its Cancelled call.
+func (t *Timer) cancelForStop(to *Timeout, drop int32) {
+	for {
+		if to.markCancelled(drop) {
+			t.wheel.counters.cancelled++
+			o, observes := to.task.(stopObserver) // read under stBusy
+			to.release()
+			if observes {
+				o.timerStopped(to)
+			}
+			t.life.unprocessed = append(t.life.unprocessed, to)
+			return
 		}
-		return append(unprocessed, to)
+		s, ok := to.letGo(drop)
+		if !ok {
+			continue // revived by a Schedule: pending again
+		}
+		if s&phaseMask == stCancelled {
+			t.countCancelled(to, s)
+		}
+		return
 	}
-	if to.IsCancelled() {
-		t.countCancelled(to)
-	}
-	return unprocessed
 }
 
 // stopObserver is a task that must know when Stop cancels its timeout:

@@ -16,12 +16,12 @@ type cancelCounter struct{ calls atomic.Int32 }
 func (c *cancelCounter) Run(*Timeout)       {}
 func (c *cancelCounter) Cancelled(*Timeout) { c.calls.Add(1) }
 
-func TestGuarantee7TimeoutTakenBackFromAStoppedTimerIsNotCancelled(t *testing.T) {
-	// A NewTimeout that pushes its timeout just as Stop comes takes it back
-	// and returns ErrTimerStopped (see scheduleTimeout). Its caller never
-	// gets the timeout, so the worker must not count it as cancelled, call
-	// its Cancelled, or have Stop return it: whether the worker drops it as
-	// it takes the queue (a plain task) or keeps it for a Cancelled call.
+func TestGuarantee7TimeoutPushedAsStopComesIsReturnedByStop(t *testing.T) {
+	// A NewTimeout (or Schedule) that pushes its timeout just as Stop comes,
+	// having found the timer started: the stopping worker takes it and
+	// cancels it, Stop returns it, and its Cancelled is not called (Stop
+	// cancelled it). A push after the worker has let go of its queues fails
+	// (see TestStoppedTimerRefusesPushes).
 	for name, task := range map[string]TimerTask{
 		"plain":     TimerFunc(func(*Timeout) {}),
 		"Cancelled": &cancelCounter{},
@@ -37,25 +37,40 @@ func TestGuarantee7TimeoutTakenBackFromAStoppedTimerIsNotCancelled(t *testing.T)
 
 				// What scheduleTimeout does up to its push, having found
 				// the timer started...
-				to := &Timeout{timer: tm, task: task, deadline: int64(time.Hour)}
+				to := newTimeoutOn(tm)
+				to.task, to.deadline = task, int64(time.Hour)
 				tm.shardFor(to).pending().Add(1)
-				tm.shardFor(to).timeouts.push(to)
-				// ...then Stop comes, and waits for the worker...
+				to.initArm(notifiesFor(task))
+				require.True(t, tm.shardFor(to).timeouts.push(to))
+				// ...then Stop comes, and waits for the worker.
 				stopped := make(chan []*Timeout)
 				go func() { stopped <- tm.Stop() }()
 				synctest.Wait()
 				require.True(t, tm.isStopped())
-				// ...and scheduleTimeout takes the timeout back.
-				require.True(t, to.cancel(stWithdrawn))
 				close(release)
-
-				assert.Empty(t, <-stopped)
-				assert.Zero(t, tm.Stats().Cancelled)
-				assert.Zero(t, tm.PendingTimeouts())
+				assert.Equal(t, []*Timeout{to}, <-stopped)
+				assert.True(t, to.IsCancelled())
+				assert.Zero(t, to.state.Load()&stHeld, "the worker let go of it")
+				assert.Equal(t, uint64(1), tm.Stats().Cancelled)
 				if c, ok := task.(*cancelCounter); ok {
 					assert.Zero(t, c.calls.Load())
 				}
 			})
 		})
 	}
+}
+
+func TestStoppedTimerRefusesPushes(t *testing.T) {
+	// Once Stop has returned, the worker has let go of its queues: a push
+	// onto one fails, so that whoever pushed knows nobody will take it.
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10 * time.Millisecond))
+		require.NoError(t, err)
+		require.NoError(t, tm.Start())
+		tm.Stop()
+		for i := range tm.shards {
+			assert.False(t, tm.shards[i].timeouts.push(newTimeoutOn(tm)), "shard %d", i)
+		}
+		assert.False(t, tm.changes.push(newTimeoutOn(tm)))
+	})
 }

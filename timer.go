@@ -136,7 +136,7 @@ type wakeSignals struct {
 	sleeping atomic.Bool
 
 	// kickAt is when, in nanoseconds since startTime, a producer that
-	// pushes a new timeout kicks the worker (see scheduleTimeout and
+	// pushes a new timeout kicks the worker (see nudgeWorker and
 	// kickWorker): kickAfter after the worker last took new timeouts, plus
 	// a tick unless it took many. Written by the worker each time it takes
 	// them.
@@ -380,8 +380,9 @@ func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error
 	if isNilTask(task) {
 		return nil, ErrNilTask
 	}
-	to := &Timeout{timer: t, task: task}
-	if err := t.scheduleTimeout(to, delay); err != nil {
+	to := &Timeout{task: task}
+	to.timer.Store(t)
+	if err := t.scheduleTimeout(to, delay, notifiesFor(task)); err != nil {
 		return nil, err
 	}
 	return to, nil
@@ -393,8 +394,9 @@ func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	to := &Timeout{timer: t, task: funcTask(f)}
-	if err := t.scheduleTimeout(to, delay); err != nil {
+	to := &Timeout{task: funcTask(f)}
+	to.timer.Store(t)
+	if err := t.scheduleTimeout(to, delay, 0); err != nil {
 		return nil, err
 	}
 	return to, nil
@@ -413,39 +415,161 @@ func isNilTask(task TimerTask) bool {
 	return false
 }
 
-// scheduleTimeout schedules to, whose timer and task are set, after delay.
-// The caller allocates to, possibly inside a larger object.
-func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration) error {
-	if t.life.state.Load() != stateStarted {
-		if err := t.Start(); err != nil {
-			return err
-		}
+// scheduleTimeout schedules to, whose timer and task are set, after delay;
+// notifies is stNotifies if the task is a CancelledTask. The caller
+// allocates to, possibly inside a larger object, and publishes it only if
+// scheduleTimeout succeeds.
+func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration, notifies int32) error {
+	now, err := t.armable()
+	if err != nil {
+		return err
 	}
-	now := t.elapsed()
-	if now < 0 {
-		return ErrClockMismatch
-	}
-	sh := t.shardFor(to)
-	if t.conf.maxPendingTimeouts <= 0 {
-		sh.pending().Add(1)
-	} else if err := t.reservePending(); err != nil {
+	if err := t.countPending(to); err != nil {
 		return err
 	}
 	// to is not published yet: a plain write is enough.
 	to.deadline = addDelay(now, delay)
-	sh.timeouts.push(to)
-	// The checks that decide whether to wake the worker are inline: at a
-	// million calls a second, most find nothing to do.
+	to.initArm(notifies)
+	if !t.shardFor(to).timeouts.push(to) {
+		// The worker has stopped and taken what it had: the caller gets an
+		// error and never sees the timeout. A push that succeeds comes
+		// before that, and the stopping worker cancels the timeout (Stop
+		// returns it) if it has not expired.
+		to.undoInit()
+		t.pendingFor(to).Add(-1)
+		return ErrTimerStopped
+	}
+	t.nudgeWorker(now)
+	return nil
+}
+
+// armable starts the timer if it is not running yet, and returns the time on
+// its clock, for a call that schedules a timeout.
+func (t *Timer) armable() (now int64, err error) {
+	if t.life.state.Load() != stateStarted {
+		if err := t.Start(); err != nil {
+			return 0, err
+		}
+	}
+	now = t.elapsed()
+	if now < 0 {
+		return 0, ErrClockMismatch
+	}
+	return now, nil
+}
+
+// countPending counts to among the pending timeouts, or fails if the timer
+// holds its pending limit.
+func (t *Timer) countPending(to *Timeout) error {
+	if t.conf.maxPendingTimeouts <= 0 {
+		t.pendingFor(to).Add(1)
+		return nil
+	}
+	return t.reservePending()
+}
+
+// nudgeWorker wakes the worker after a push of a new timeout at now, if it
+// sleeps past the next tick or is late to take new timeouts. The checks are
+// inline: at a million calls a second, most find nothing to do.
+func (t *Timer) nudgeWorker(now int64) {
 	if !t.wakeWorker() && now >= t.wake.kickAt.Load() {
 		t.kickWorker()
 	}
-	// A Stop that ran since the check above may have drained the queue
-	// before the push. If so, take the timeout back: the caller gets an
-	// error and never sees it, so it is withdrawn rather than cancelled. If
-	// the worker got it first, it has ended expired or cancelled, and the
-	// caller may have it.
-	if t.isStopped() && to.cancel(stWithdrawn) {
+}
+
+// pushChange pushes to, whose stQueued its caller has set, onto the changes
+// queue and wakes the worker. If the queue is closed, the worker has stopped
+// and let go of to already: the flag is cleared instead.
+func (t *Timer) pushChange(to *Timeout) {
+	if !t.changes.push(to) {
+		to.takeChange()
+		return
+	}
+	t.wakeWorker()
+}
+
+// Schedule arms to, a Timeout the caller owns (a field of its own struct,
+// say), to run task once after delay, as [Timer.NewTimeout] does, and
+// allocates nothing. to is the zero Timeout, or one that has ended: cancelled,
+// or expired, which a one-shot timeout is from the moment its run is handed
+// out, so a task may schedule its own Timeout again from inside its run, to
+// look again later at what it watches.
+//
+// Every rule of a timeout made by NewTimeout holds for the arm: the deadline
+// and the tick, Reset, Cancel, [CancelledTask], the [WithTaskWorkers] pool,
+// [Timer.Stats], the pending limit, a Timer made [WithoutWorker]. A Timeout
+// is one object: its methods act on, and report, its latest arm (Reset
+// returns true while that arm is pending, even if the run of an earlier one
+// is still going). Runs of one Timeout never overlap: one armed again while
+// its task is still running (on the pool, say) is handed to its Timer only
+// when that run returns, and never before its deadline.
+//
+// Schedule returns an error wrapping [ErrTimeoutPending], and changes
+// nothing, if to is pending (a periodic one included: Reset moves a pending
+// deadline); if it was cancelled on another Timer that has not taken the
+// cancel in yet (its worker does within about a tick; on a Timer made
+// WithoutWorker, its owner's next Advance or NextDeadline); if its task is a
+// CancelledTask whose Cancelled call is still owed (it may be scheduled from
+// inside Cancelled); and if it was periodic and cancelled during a run that
+// has not returned. Calls racing on one ended Timeout arm it once: the others
+// get that error, unless a Cancel ended the arm first. On its own Timer, a
+// cancelled Timeout is armed again at once, where it is, for the cost of the
+// Cancel: the worker has nothing to do until its new deadline.
+//
+// Schedule returns [ErrNilTimeout] for a nil to, and the errors of NewTimeout:
+// [ErrNilTask], [ErrTimerStopped], an error wrapping
+// [ErrTooManyPendingTimeouts], [ErrNotCreated] and [ErrClockMismatch]. Each
+// leaves to as it was.
+func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error {
+	if to == nil {
+		return ErrNilTimeout
+	}
+	if isNilTask(task) {
+		return ErrNilTask
+	}
+	now, err := t.armable()
+	if err != nil {
+		return err
+	}
+	s, revive, err := to.beginArm(t)
+	if err != nil {
+		return err
+	}
+	if err := t.countPending(to); err != nil {
+		to.abortArm()
+		return err
+	}
+	notifies := notifiesFor(task)
+	if revive {
+		// Still where the cancelled arm was: in a bucket (and the changes
+		// queue, or being taken from it, as the worker takes every
+		// cancelled linked timeout from there, and then places it as it
+		// would a Reset one), in a queue of new timeouts, or out on its
+		// run. Its cancel is never seen by the worker: count it here.
+		to.task = task
+		atomic.StoreInt64(&to.deadline, addDelay(now, delay))
+		t.shardFor(to).cancelledAside.Add(1)
+		to.endArm(notifies)
+		return nil
+	}
+	prevTimer, prevTask, prevDeadline := to.timer.Load(), to.task, atomic.LoadInt64(&to.deadline)
+	to.timer.Store(t)
+	to.task = task
+	atomic.StoreInt64(&to.deadline, addDelay(now, delay))
+	if s&stOut == 0 && !t.shardFor(to).timeouts.push(to) {
+		// Stopped, as in scheduleTimeout: put to back as it was.
+		to.timer.Store(prevTimer)
+		to.task = prevTask
+		atomic.StoreInt64(&to.deadline, prevDeadline)
+		t.pendingFor(to).Add(-1)
+		to.abortArm()
 		return ErrTimerStopped
+	}
+	// Armed while its run is out, it reaches the worker when the run
+	// returns (see Timer.runReturned).
+	to.endArm(notifies)
+	if s&stOut == 0 {
+		t.nudgeWorker(now)
 	}
 	return nil
 }

@@ -79,28 +79,47 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 }
 
 // processChanges handles the timeouts that Cancel or Reset pointed out since
-// the last tick: it unlinks the cancelled ones from their buckets and moves
-// those reset to a deadline before their check tick to the bucket of their
-// new one.
+// the last tick: it unlinks the cancelled ones from their buckets and lets go
+// of them, and moves those reset to a deadline before their check tick to
+// the bucket of their new one. A cancelled one that Schedule armed again
+// meanwhile is pending again, and is placed as a Reset one is.
 func (t *Timer) processChanges() {
 	for {
 		to := t.changes.pop()
 		if to == nil {
 			return
 		}
-		switch to.takeChange() & phaseMask {
-		case stCancelled:
-			// Cancel pushes only a linked timeout, and nothing else
-			// unlinks a cancelled one.
-			t.unlink(to)
-			t.countCancelled(to)
-		case stInit:
-			// Reset pushes only a linked timeout, and the worker hands a
-			// periodic one out only once it is out of this queue.
-			for !t.place(to, true) {
-			}
+		to.takeChange()
+		t.processChange(to)
+	}
+}
+
+// processChange handles one timeout taken from the changes queue.
+func (t *Timer) processChange(to *Timeout) {
+	// Only a linked timeout is pushed. One no longer linked was let go of
+	// by an earlier pop: cancelled, revived and cancelled again while the
+	// worker handled it, which pushed it again. Nothing can arm it until this
+	// pop clears stQueued.
+	s := to.state.Load()
+	if s&stLinked == 0 {
+		return
+	}
+	// Nothing else unlinks a pending or cancelled one: unlink first, as
+	// another Timer may link it once it is let go.
+	if s&phaseMask == stCancelled {
+		t.unlink(to)
+		s, ok := to.letGo(stLinked)
+		if ok {
+			t.countCancelled(to, s)
+			return
 		}
-		// stExpired: a one-shot timeout expired since it was pushed.
+		// Revived: it is pending again, and no longer in its bucket.
+		t.placeNew(to)
+		return
+	}
+	// Pending: reset, or revived. (A one-shot in this queue is not
+	// expired: expireTimeouts leaves a due one that is queued for here.)
+	for !t.place(to, true) {
 	}
 }
 
@@ -163,47 +182,32 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 	return taken
 }
 
-// droppable reports whether a timeout taken from a queue of new timeouts
-// needs nothing more from the worker: Cancel cancelled it while it was
-// queued, it is not a periodic run coming back (which the worker takes off
-// its list of runs), and its task has no Cancelled method to call (or it was
-// withdrawn, and gets no call). counted reports whether it counts among the
-// cancelled timeouts: all but the withdrawn ones. A cancelled timeout stays
-// cancelled, and only the worker clears stReturning, so the answer cannot
-// change once the worker has taken the timeout.
-func droppable(to *Timeout) (drop, counted bool) {
-	switch to.state.Load() & (phaseMask | stReturning | stWithdrawn) {
-	case stCancelled:
-		_, notify := to.Task().(CancelledTask)
-		return !notify, true
-	case stCancelled | stWithdrawn:
-		return true, false
-	}
-	return false, false
-}
-
 // transfer puts a timeout from the new-timeouts queue into its bucket, or
-// drops it if it was cancelled meanwhile.
+// lets go of it if it was cancelled meanwhile.
 func (t *Timer) transfer(to *Timeout) {
-	s := to.state.Load()
-	if s&stReturning != 0 {
-		t.rearm(to)
-		return
-	}
 	for {
-		if s&phaseMask != stInit {
-			// Cancelled while queued; Cancel has counted it out.
-			t.countCancelled(to)
+		s := to.state.Load()
+		switch {
+		case s&stReturning != 0:
+			t.rearm(to)
 			return
+		case s&phaseMask == stPending:
+			// Netty's remainingRounds would be (deadline/tick -
+			// t.wheel.tick) / len(wheel): the visits to the bucket before
+			// the one at which it is due.
+			if to.markLinked(s) {
+				t.placeNew(to)
+				return
+			}
+		default:
+			// Cancelled while queued; Cancel has counted it out. letGo
+			// waits for a Schedule that holds it, and fails if one revived
+			// it: then it is pending, and placed above.
+			if s, ok := to.letGo(stNew); ok {
+				t.countCancelled(to, s)
+				return
+			}
 		}
-		// Netty's remainingRounds would be (deadline/tick - t.wheel.tick) /
-		// len(wheel): the visits to the bucket before the one at which it
-		// is due.
-		if to.markLinked(s) {
-			t.placeNew(to)
-			return
-		}
-		s = to.state.Load()
 	}
 }
 
@@ -214,8 +218,8 @@ func (t *Timer) placeNew(to *Timeout) {
 }
 
 // rearm takes back a periodic timeout whose run has returned: it links it
-// for its next run, which the goroutine that ran it has set, or drops it if
-// it was cancelled meanwhile.
+// for its next run, which the goroutine that ran it has set, or lets go of it
+// if it was cancelled meanwhile.
 func (t *Timer) rearm(to *Timeout) {
 	t.wheel.running.remove(to)
 	s, linked := to.endReturn()
@@ -225,7 +229,7 @@ func (t *Timer) rearm(to *Timeout) {
 	case s&phaseMask == stCancelled:
 		// Cancel cancelled it during its run or since (Stop cancels only in
 		// collectUnprocessed, which does not come here).
-		t.countCancelled(to)
+		t.countCancelled(to, s)
 	}
 }
 
@@ -253,37 +257,36 @@ func (t *Timer) expireTimeouts(idx int64) {
 		next := to.bucketNext
 		s, deadline, due := t.claimDue(to, end)
 		switch {
-		case s&phaseMask != stInit:
+		case s&phaseMask != stPending:
 			// Cancelled: unlinked by processChanges.
-		case due && s&stQueued != 0 && (isPeriodic(to) || t.conf.owned):
+		case due && s&stQueued != 0:
 			// In the changes queue, or about to be pushed there, since
-			// processChanges ran. A periodic run would push it onto a shard
-			// queue while its next field links the changes queue; on an
-			// owned Timer it was reset during this Advance, and runs at the
-			// next. processChanges brings it back to the current bucket
-			// first.
-			to.release(s)
+			// processChanges ran: its next field links that queue, and on
+			// an owned Timer it was reset during this Advance, and runs at
+			// the next. processChanges brings it back to the current bucket
+			// first. (claimDue did not claim it.)
 			b.minDue = min(b.minDue, deadline)
 		case !due:
-			to.release(s)
 			if !t.place(to, true) {
 				continue // reset meanwhile: look at it again
 			}
 		default:
 			if t.isStopped() {
-				to.release(s)
+				to.release()
 				return // the rest is for Stop
 			}
-			periodic := isPeriodic(to)
+			// stBusy keeps Schedule from rewriting the task until the
+			// run is handed out with it.
+			task := to.task
 			if stale || handed%64 == 0 {
 				now, stale = t.elapsed(), false
 			}
-			if !t.expire(to, s, now, periodic) {
-				continue // the state changed under us: look again
+			if !t.expire(to, idx, s, now, task) {
+				break // cancelled meanwhile: processChanges unlinks it
 			}
 			handed++
 			t.countLateness(now - deadline)
-			switch returned := t.handOut(to); {
+			switch returned := t.handOut(to, task); {
 			case returned >= 0:
 				now = returned // a periodic run returned here
 			case returned == ranHere:
@@ -296,51 +299,58 @@ func (t *Timer) expireTimeouts(idx int64) {
 
 // claimDue reads to's state and deadline consistently, and reports whether
 // the timeout is pending and due before end. It waits out a Reset that is
-// writing the deadline. For a timeout that Reset has moved, and that is due,
-// it takes stBusy, so that no Reset can move the deadline before the worker
-// hands the timeout out; s then has stBusy set, and the caller clears it
-// (with the expiry, or with release).
+// writing the deadline. For a due timeout that is not in the changes queue,
+// it takes stBusy, so that no Reset moves the deadline, and no Schedule
+// rewrites the task, before the worker hands the timeout out; s then has
+// stBusy set, and the caller clears it (with the expiry, or with release).
 func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due bool) {
 	for {
 		s = to.state.Load()
-		if s&stBusy != 0 && s&phaseMask == stInit {
+		if s&phaseMask != stPending {
+			return s, 0, false
+		}
+		if s&stBusy != 0 {
 			runtime.Gosched() // a Reset holds it for two stores
 			continue
 		}
 		deadline = atomic.LoadInt64(&to.deadline)
-		due = s&phaseMask == stInit && deadline < end
-		if !due || s&stReset == 0 {
-			return s, deadline, due
+		if deadline >= end || s&stQueued != 0 {
+			return s, deadline, deadline < end
 		}
 		if to.claim(s) {
+			// A Reset may have written the deadline since it was read.
 			s |= stBusy
 			deadline = atomic.LoadInt64(&to.deadline)
 			if deadline < end {
 				return s, deadline, true
 			}
-			to.release(s)
+			to.release()
 			return s &^ stBusy, deadline, false
 		}
 	}
 }
 
-// expire moves to, pending and due with state s, to expired (or, if it is
-// periodic, to running) and out of its bucket. It returns false, having
-// released what claimDue took, if the state changed since s was read. now
-// is about the time of the hand-out; periodic tells whether to is periodic.
-func (t *Timer) expire(to *Timeout, s int32, now int64, periodic bool) bool {
+// expire moves to, pending and due with state s (claimed by claimDue), to
+// expired (or, if its task is periodic, to running) and out of bucket idx.
+// It returns false if a Cancel came since the claim: the timeout is then
+// linked again, for processChanges to let go of. now is about the time of
+// the hand-out.
+func (t *Timer) expire(to *Timeout, idx int64, s int32, now int64, task TimerTask) bool {
+	p, periodic := task.(*periodicTask)
+	// Out of its bucket before it is expired, as a Schedule may then arm it
+	// on another Timer, whose worker links it.
+	t.unlink(to)
 	if !to.markExpired(s, periodic) {
+		t.link(to, idx, math.MaxInt64)
 		return false
 	}
-	t.unlink(to)
 	if periodic {
 		// Deadline reports this run's due time until the run returns.
 		// Reset returns false while stRunning is set, so the worker alone
 		// writes it. A worker that fell behind (a task held it up) hands
 		// out this run as the latest one due, skipping those more than a
 		// period behind.
-		period := to.task.(*periodicTask).period
-		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), period, now))
+		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), p.period, now))
 		t.wheel.running.add(to, 0)
 	} else {
 		t.pendingFor(to).Add(-1)

@@ -61,6 +61,9 @@ func (t *Timer) run() {
 		// and do not start.
 		t.conf.pool.close()
 	}
+	// What was scheduled meanwhile (by those tasks too) is cancelled now,
+	// and later pushes fail.
+	t.closeQueues()
 	t.publishStats()
 	exited = true
 }

@@ -249,13 +249,14 @@ func BenchmarkTransferCancelled(b *testing.B) {
 	task := TimerFunc(func(*Timeout) {})
 	timeouts := make([]*Timeout, 2048) // about what the worker takes at a time
 	for i := range timeouts {
-		timeouts[i] = &Timeout{timer: tm, task: task}
-		timeouts[i].state.Store(stCancelled)
+		timeouts[i] = newTimeoutOn(tm)
+		timeouts[i].task = task
 	}
 	var worker time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(timeouts) {
 		for _, to := range timeouts[:min(len(timeouts), b.N-i)] {
+			to.state.Store(stCancelled | stNew) // the worker let go of it last time
 			tm.shardFor(to).timeouts.push(to)
 		}
 		tm.wheel.transferBudget = maxTransfersPerTick
