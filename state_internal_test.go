@@ -145,7 +145,7 @@ var transitions = map[string]struct {
 	}},
 	"markReturning":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.markReturning() }},
 	"recallRun":          {0, 0, func(to *Timeout, _ int32, _ bool) { to.recallRun() }},
-	"letGo":              {0, 0, func(to *Timeout, _ int32, _ bool) { to.letGo(stLinked | stNew) }},
+	"letGo":              {0, 0, func(to *Timeout, _ int32, _ bool) { to.letGo(stLinked | stQueued | stNew) }},
 	"dropCancelled":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.dropCancelled() }},
 	"takeNotify":         {0, 0, func(to *Timeout, _ int32, _ bool) { to.takeNotify() }},
 	"endRun → -out":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.endRun() }},

@@ -91,7 +91,7 @@ import (
 //	pending +busy +linked          -linked -busy +running              worker, due periodic      markExpired
 //	+running                       -running +returning                 goroutine that ran it     markReturning
 //	+running                       -running                            worker, stopping          recallRun
-//	cancelled !busy                -linked -new                        worker, letting go        letGo
+//	cancelled !busy                -linked -queued -new                worker, letting go        letGo
 //	cancelled +new !busy !notify !returning  -new                      worker, taking new ones   dropCancelled
 //	+notify                        -notify                             worker, before the call   takeNotify
 //	expired +out                   -out                                goroutine that ran it     endRun

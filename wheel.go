@@ -89,36 +89,32 @@ func (t *Timer) processChanges() {
 		if to == nil {
 			return
 		}
-		to.takeChange()
 		t.processChange(to)
 	}
 }
 
-// processChange handles one timeout taken from the changes queue.
+// processChange handles one timeout taken from the changes queue. Only a
+// linked timeout is pushed, and nothing else unlinks a pending or cancelled
+// one.
 func (t *Timer) processChange(to *Timeout) {
-	// Only a linked timeout is pushed. One no longer linked was let go of
-	// by an earlier pop: cancelled, revived and cancelled again while the
-	// worker handled it, which pushed it again. Nothing can arm it until this
-	// pop clears stQueued.
-	s := to.state.Load()
-	if s&stLinked == 0 {
-		return
-	}
-	// Nothing else unlinks a pending or cancelled one: unlink first, as
-	// another Timer may link it once it is let go.
-	if s&phaseMask == stCancelled {
+	if to.state.Load()&phaseMask == stCancelled {
+		// Unlink first, as another Timer may link it once it is let go.
+		// stQueued is cleared with stLinked, so that a Cancel of a revived
+		// arm meanwhile does not push it again: the let-go then sees it.
 		t.unlink(to)
-		s, ok := to.letGo(stLinked)
-		if ok {
+		if s, ok := to.letGo(stLinked | stQueued); ok {
 			t.countCancelled(to, s)
 			return
 		}
-		// Revived: it is pending again, and no longer in its bucket.
+		// Revived: pending again, and no longer in its bucket.
+		to.takeChange()
 		t.placeNew(to)
 		return
 	}
-	// Pending: reset, or revived. (A one-shot in this queue is not
-	// expired: expireTimeouts leaves a due one that is queued for here.)
+	// Pending: reset, or revived. (A one-shot in this queue is not expired:
+	// expireTimeouts leaves a due one that is queued for here.) stQueued is
+	// cleared first: a change made later is pushed again rather than lost.
+	to.takeChange()
 	for !t.place(to, true) {
 	}
 }
