@@ -352,3 +352,45 @@ func ExampleWithMaxPendingTimeouts() {
 	// true
 	// <nil>
 }
+
+// conn is a connection with its keepalive Timeout in it: scheduling it again
+// allocates nothing, and its runs never overlap.
+type conn struct {
+	keepalive  hashedwheel.Timeout
+	unanswered int // pings without an answer; only Run touches it
+	closed     chan struct{}
+}
+
+// Run pings the peer, or kicks it after three unanswered pings, and looks
+// again later by scheduling its own Timeout from inside its run.
+func (c *conn) Run(timeout *hashedwheel.Timeout) {
+	if c.unanswered == 3 {
+		fmt.Println("no answer: kicked")
+		close(c.closed)
+		return
+	}
+	c.unanswered++ // an answer would set it back to 0
+	fmt.Println("ping", c.unanswered)
+	if err := timeout.Timer().Schedule(timeout, c, 20*time.Millisecond); err != nil {
+		log.Print(err) // the timer stopped
+	}
+}
+
+func ExampleTimer_Schedule() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	c := &conn{closed: make(chan struct{})}
+	if err := timer.Schedule(&c.keepalive, c, 20*time.Millisecond); err != nil {
+		log.Fatal(err)
+	}
+	<-c.closed
+	// Output:
+	// ping 1
+	// ping 2
+	// ping 3
+	// no answer: kicked
+}
