@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync"
 )
 
 // handOut results other than the time a periodic run returned.
@@ -105,8 +106,10 @@ func (t *Timer) callTask(to *Timeout, task TimerTask) {
 func (t *Timer) execute(to *Timeout, task TimerTask) {
 	p, periodic := task.(*periodicTask)
 	if !periodic {
+		r := execRuns.Get().(*execRun)
+		r.t, r.to, r.task = t, to, task
 		defer t.recoverPanic(to, "task executor")
-		t.conf.taskExecutor(func() { t.runOneShot(to, task) })
+		t.conf.taskExecutor(r.fn)
 		return
 	}
 	p.exec.handedOut.Store(true)
@@ -120,6 +123,37 @@ func (t *Timer) execute(to *Timeout, task TimerTask) {
 		}
 	}()
 	t.conf.taskExecutor(p.exec.run)
+}
+
+// execRun is a one-shot run handed to a WithTaskExecutor executor: the
+// timeout, its task, and the func the executor calls, made once. Runs are
+// kept in a pool, so that handing one out allocates nothing once the pool is
+// warm (a Timeout whose task schedules it again runs for nothing).
+type execRun struct {
+	t    *Timer
+	to   *Timeout
+	task TimerTask
+	fn   func() // run, bound to this execRun
+}
+
+var execRuns sync.Pool
+
+func init() {
+	// Set here: New refers to run, which refers to execRuns.
+	execRuns.New = func() any {
+		r := &execRun{}
+		r.fn = r.run
+		return r
+	}
+}
+
+// run runs the task, having put the execRun back in the pool: the executor
+// calls fn once.
+func (r *execRun) run() {
+	t, to, task := r.t, r.to, r.task
+	r.t, r.to, r.task = nil, nil, nil
+	execRuns.Put(r)
+	t.runOneShot(to, task)
 }
 
 func (t *Timer) recoverPanic(to *Timeout, what string) {

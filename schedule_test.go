@@ -1069,9 +1069,6 @@ func TestGuarantee21ScheduleAllocatesNothing(t *testing.T) {
 			})
 		})
 		t.Run(name+"/a task that schedules itself again", func(t *testing.T) {
-			if name == "executor" {
-				t.Skip("core bug: each one-shot run handed to a WithTaskExecutor allocates the func() it hands out (run.go, Timer.execute)")
-			}
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, name == "owned", opts...)
 				const n, period = 100, 100 * time.Millisecond
