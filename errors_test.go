@@ -14,7 +14,12 @@ import (
 )
 
 func TestErrorsAreDistinct(t *testing.T) {
-	errs := []error{hashedwheel.ErrTimerStopped, hashedwheel.ErrTooManyPendingTimeouts, hashedwheel.ErrNilTask}
+	errs := []error{
+		hashedwheel.ErrTimerStopped, hashedwheel.ErrTooManyPendingTimeouts, hashedwheel.ErrNilTask,
+		hashedwheel.ErrInvalidPeriod, hashedwheel.ErrNotCreated, hashedwheel.ErrClockMismatch,
+		hashedwheel.ErrHasWorker, hashedwheel.ErrConcurrentAdvance,
+		hashedwheel.ErrTimeoutPending, hashedwheel.ErrNilTimeout,
+	}
 	for i, a := range errs {
 		for j, b := range errs {
 			assert.Equal(t, i == j, errors.Is(a, b), "%v vs %v", a, b)
