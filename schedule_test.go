@@ -1096,7 +1096,13 @@ func TestGuarantee21ScheduleAllocatesNothing(t *testing.T) {
 						t.Fatalf("period %d: %d looks, want %d", periods, got, n)
 					}
 				})
-				assert.Zero(t, allocs, "allocations per period of %d tasks that schedule themselves again", n)
+				if name == "executor" && raceEnabled {
+					// sync.Pool drops a share of what is put back under
+					// -race, and the executor's runs come from one.
+					assert.Less(t, allocs, float64(n), "allocations per period of %d tasks that schedule themselves again", n)
+				} else {
+					assert.Zero(t, allocs, "allocations per period of %d tasks that schedule themselves again", n)
+				}
 				for i, l := range tasks {
 					if err := l.err.Load(); err != nil {
 						t.Errorf("task %d: Schedule from its run: %v", i, *err)
