@@ -369,7 +369,8 @@ func (t *Timer) Start() error {
 // slow peer, a lock) delays every timeout due after it. Give such tasks
 // [WithTaskWorkers], and watch [Timer.Stats] for late runs.
 //
-// It costs one 64-byte allocation.
+// It costs one 64-byte allocation; [Timer.Schedule] arms a Timeout of yours
+// (a field of your own struct) without one.
 //
 // NewTimeout returns [ErrNilTask] for a nil task, [ErrTimerStopped] after
 // [Timer.Stop], an error wrapping [ErrTooManyPendingTimeouts] when the timer
