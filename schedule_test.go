@@ -206,7 +206,6 @@ func assertState(t *testing.T, want armState, to *hashedwheel.Timeout) {
 // session is a caller's struct with a Timeout in it, the way Schedule is
 // meant to be used.
 type session struct {
-	id      int
 	timeout hashedwheel.Timeout
 }
 
