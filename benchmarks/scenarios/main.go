@@ -191,16 +191,20 @@ func quickParams() params {
 		IdleLimit: 1500 * time.Millisecond, SilentSessions: 20,
 		SessWarmup: 200 * time.Millisecond, SessWindow: 300 * time.Millisecond,
 
-		BusyConns: 200, BusyLimit: 400 * time.Millisecond, BusySilent: 5,
-		BusyWarmup: 500 * time.Millisecond, BusyWindow: time.Second,
+		// Limits of a second: a check that everything runs must not fail
+		// because the machine stalled the clients for a few hundred
+		// milliseconds (the check that the server held its connections);
+		// the window starts between two kicks of the silent clients.
+		BusyConns: 200, BusyLimit: time.Second, BusySilent: 5,
+		BusyWarmup: 1500 * time.Millisecond, BusyWindow: time.Second,
 
 		IdleConns: 400, IdleSilent: 10,
 		IdleActiveKeepAlive: 3 * time.Second, IdleSilentKeepAlive: 400 * time.Millisecond,
 		IdleSendMin: time.Second, IdleSendMax: 2 * time.Second, IdlePing: 200 * time.Millisecond,
 		IdleWarmup: 500 * time.Millisecond, IdleWindow: time.Second,
 
-		GrConns: 200, GrLimit: 400 * time.Millisecond, GrSilent: 5,
-		GrWarmup: 500 * time.Millisecond, GrWindow: time.Second,
+		GrConns: 200, GrLimit: time.Second, GrSilent: 5,
+		GrWarmup: 1500 * time.Millisecond, GrWindow: time.Second,
 
 		HTTPConns: 4, HTTPRate: 2000, HTTPDeadline: 5 * time.Second,
 		HTTPWarmup: 200 * time.Millisecond, HTTPWindow: 500 * time.Millisecond,
