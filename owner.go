@@ -147,6 +147,11 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 		t.updateNextDueAt()
 	}
 	at := t.own.nextDueAt
+	if !t.nothingToTakeIn() {
+		// A Cancelled call made as it took them in scheduled more: the
+		// next Advance takes that in, and is due at once.
+		at = min(at, t.own.lastNow)
+	}
 	t.own.advancing.Store(false)
 	if t.isStopped() {
 		t.collectForStop() // a Stop that found advancing held left it to us

@@ -159,7 +159,8 @@ var transitions = map[string]struct {
 	"endArm": {0, 0, func(to *Timeout, _ int32, cond bool) {
 		to.endArm(map[bool]int32{true: stNotifies}[cond])
 	}},
-	"abortArm": {0, 0, func(to *Timeout, _ int32, _ bool) { to.abortArm() }},
+	"abortArm → -busy -new": {0, 0, func(to *Timeout, _ int32, _ bool) { to.abortArm(true) }},
+	"abortArm → -busy":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.abortArm(false) }},
 }
 
 // TestStateTransitionsFollowTheTable walks the transition table at the top of

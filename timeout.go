@@ -101,7 +101,8 @@ import (
 //	expired !busy                  +busy (+new)                        Schedule                  beginArm
 //	cancelled !busy !notify        +busy (+new)                        Schedule                  beginArm
 //	+busy                          pending -busy (+notifies)           Schedule                  endArm
-//	+busy                          -busy -new                          Schedule, push failed     abortArm
+//	+busy +new                     -busy -new                          Schedule that failed      abortArm
+//	+busy                          -busy                               Schedule that failed      abortArm
 //
 // (+queued): cancel sets stQueued when the timeout is linked and not queued
 // yet; endReset when, besides, the timeout is still pending and the new
@@ -115,7 +116,8 @@ import (
 // or is cancelled and still held by the Timer it is armed on (it is revived
 // where it is).
 //
-// markCancelled and letGo clear only the holding flags their caller names
+// abortArm clears stNew only if beginArm set it (an arm afresh, not a
+// revive). markCancelled and letGo clear only the holding flags their caller names
 // (the bucket, or the queue, it took the timeout from); endArm also clears
 // stNotifies unless it sets it, and adds one to the generation. release
 // clears the stBusy that claim, markCancelled or beginArm took when its
@@ -744,7 +746,14 @@ func (to *Timeout) endArm(notifies int32) {
 }
 
 // abortArm takes back a beginArm whose arm failed before it was published
-// (its push found the timer stopped), leaving the state as beginArm found it.
-func (to *Timeout) abortArm() {
-	to.state.And(^(stBusy | stNew))
+// (at the pending limit, or its push found the timer stopped), leaving the
+// state as beginArm found it: it clears stNew too if beginArm set it, which
+// it did for a timeout that no Timer holds and that is not out on its run
+// (not for one it revives, which may be in a queue of new timeouts).
+func (to *Timeout) abortArm(setNew bool) {
+	clear := stBusy
+	if setNew {
+		clear |= stNew
+	}
+	to.state.And(^clear)
 }

@@ -536,8 +536,9 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 	if err != nil {
 		return err
 	}
+	setNew := !revive && s&stOut == 0 // as beginArm did
 	if err := t.countPending(to); err != nil {
-		to.abortArm()
+		to.abortArm(setNew)
 		return err
 	}
 	notifies := notifiesFor(task)
@@ -563,7 +564,7 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 		to.task = prevTask
 		atomic.StoreInt64(&to.deadline, prevDeadline)
 		t.pendingFor(to).Add(-1)
-		to.abortArm()
+		to.abortArm(setNew)
 		return ErrTimerStopped
 	}
 	// Armed while its run is out, it reaches the worker when the run
