@@ -24,8 +24,15 @@ import (
 //	go test -run '^$' -bench . -count 6 > bench.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest bench.txt
 //
-// ScheduleCancel and ScheduleCancelParallel also run both sides with
-// GOMAXPROCS=1 (the GOMAXPROCS=1 sub-benchmarks), in the same run.
+// ScheduleCancelReused compares a Timeout the caller owns, scheduled with
+// Schedule and cancelled again and again, with time.AfterFunc and Stop and
+// with a reused time.Timer's Reset and Stop; ScheduleFromTask, a task that
+// schedules its own Timeout again from its run, with one that makes a new
+// Timeout and with time.AfterFunc re-armed by Reset (bench_schedule_test.go).
+//
+// ScheduleCancel, ScheduleCancelReused and ScheduleCancelParallel also run
+// every side with GOMAXPROCS=1 (the GOMAXPROCS=1 sub-benchmarks), in the
+// same run.
 //
 // Besides ns/op (wall time), each benchmark reports the CPU time of the
 // whole process (getrusage, on Unix): the wheel's worker works on a goroutine
@@ -114,6 +121,45 @@ func BenchmarkScheduleCancel(b *testing.B) {
 	}
 }
 
+// BenchmarkScheduleCancelReused schedules a Timeout 30s away with Schedule
+// and cancels it, the same Timeout every time, on one goroutine, as a
+// connection that owns its timeout does per request; against time.AfterFunc
+// and Stop, a new timer each time, and against one time.Timer (made by
+// time.AfterFunc) re-armed with Reset and stopped with Stop every time. All
+// three again with GOMAXPROCS=1, in the same run. cpu-ns/op is the process's
+// CPU, the wheel's worker included.
+//
+// A Timeout cancelled and scheduled again on the same Timer before the worker
+// took the cancel in is re-armed in place, so the worker has nothing to do
+// for it until its bucket comes up, as the runtime leaves a stopped
+// time.Timer in its heap until its P next looks.
+func BenchmarkScheduleCancelReused(b *testing.B) {
+	sides := func(b *testing.B, procs int) {
+		b.Run("hashedwheel.Schedule", func(b *testing.B) {
+			defer withProcs(procs)()
+			tm := newBenchTimer(b, benchTick)
+			defer tm.Stop()
+			benchReusedOps(b, tm, scheduleCancel(tm, new(hashedwheel.Timeout)))
+		})
+		b.Run("time.AfterFunc", func(b *testing.B) {
+			defer withProcs(procs)()
+			benchOps(b, nil, 1, timeAfterFuncStop)
+		})
+		b.Run("time.Timer", func(b *testing.B) {
+			defer withProcs(procs)()
+			t := time.AfterFunc(time.Hour, nop)
+			t.Stop()
+			benchOps(b, nil, 1, func() error {
+				t.Reset(cancelDelay)
+				t.Stop()
+				return nil
+			})
+		})
+	}
+	sides(b, 0)
+	b.Run("GOMAXPROCS=1", func(b *testing.B) { sides(b, 1) })
+}
+
 // BenchmarkScheduleCancelParallel is ScheduleCancel from GOMAXPROCS
 // goroutines (b.RunParallel) and from 8; and both again with GOMAXPROCS=1.
 func BenchmarkScheduleCancelParallel(b *testing.B) {
@@ -164,6 +210,18 @@ func newTimeoutCancel(tm *hashedwheel.Timer) func() error {
 	}
 }
 
+// scheduleCancel schedules to on tm and cancels it: the same Timeout every
+// call.
+func scheduleCancel(tm *hashedwheel.Timer, to *hashedwheel.Timeout) func() error {
+	return func() error {
+		if err := tm.Schedule(to, nopTask, cancelDelay); err != nil {
+			return err
+		}
+		to.Cancel()
+		return nil
+	}
+}
+
 func afterFuncCancel(tm *hashedwheel.Timer) func() error {
 	return func() error {
 		to, err := tm.AfterFunc(cancelDelay, nop)
@@ -185,11 +243,39 @@ func timeAfterFuncStop() error {
 // wheel, tm, the timed region ends only once its worker has processed every
 // timeout the calls scheduled and cancelled.
 func benchOps(b *testing.B, tm *hashedwheel.Timer, goroutines int, op func() error) {
+	timeOps(b, tm, b.N, func() { runOps(b, goroutines, op) })
+}
+
+// benchReusedOps is benchOps on one goroutine for calls that schedule and
+// cancel one Timeout again and again: at most that one is queued for the
+// worker at a time, so the timed region ends once the worker has taken in
+// the last cancel, a tick or two after the calls.
+func benchReusedOps(b *testing.B, tm *hashedwheel.Timer, op func() error) {
+	timeOps(b, tm, 1, func() { runOps(b, 1, op) })
+}
+
+// timeOps times loop, which makes b.N calls, and reports the process CPU per
+// call. With a wheel, tm, the timed region ends only once its worker has
+// processed the queued timeouts the calls left, at most queued, and every
+// cancellation.
+func timeOps(b *testing.B, tm *hashedwheel.Timer, queued int, loop func()) {
 	b.ReportAllocs()
 	var cpu cpuMeter
 	b.ResetTimer()
 	cpu.start()
 	start := time.Now()
+	loop()
+	if tm != nil {
+		drain(b, tm, queued, time.Since(start))
+	}
+	b.StopTimer()
+	cpu.stop()
+	cpu.report(b, "cpu-ns/op", time.Nanosecond, float64(b.N))
+}
+
+// runOps makes b.N calls of op from goroutines goroutines (0:
+// b.RunParallel's GOMAXPROCS).
+func runOps(b *testing.B, goroutines int, op func() error) {
 	switch goroutines {
 	case 0:
 		b.RunParallel(func(pb *testing.PB) {
@@ -224,12 +310,6 @@ func benchOps(b *testing.B, tm *hashedwheel.Timer, goroutines int, op func() err
 		}
 		wg.Wait()
 	}
-	if tm != nil {
-		drain(b, tm, b.N, time.Since(start))
-	}
-	b.StopTimer()
-	cpu.stop()
-	cpu.report(b, "cpu-ns/op", time.Nanosecond, float64(b.N))
 }
 
 // newBenchTimer returns a started timer with the given tick and 512 buckets.

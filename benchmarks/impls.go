@@ -32,9 +32,9 @@ type impl struct {
 	module string // its Go module; "" for the standard library
 	newer  func() (wheel, error)
 
-	// rearmAPI, heartbeatAPI and contextAPI name the call each workload uses,
-	// or are "" where the implementation has no such API.
-	rearmAPI, heartbeatAPI, contextAPI string
+	// rearmAPI, reuseAPI, heartbeatAPI and contextAPI name the calls each
+	// workload uses, or are "" where the implementation has no such API.
+	rearmAPI, reuseAPI, heartbeatAPI, contextAPI string
 }
 
 // wheel is the interface every implementation is driven through.
@@ -58,6 +58,19 @@ type rearmer interface {
 
 type rearmable interface{ reset(d time.Duration) }
 
+// reuser is a wheel with a timer the caller keeps and schedules again once
+// it is cancelled, allocating nothing.
+type reuser interface {
+	// newReusable returns a timer, not yet scheduled, that runs f once
+	// after d from each call of arm, unless disarm cancels it first.
+	newReusable(f func()) (reusable, error)
+}
+
+type reusable interface {
+	arm(d time.Duration) error
+	disarm()
+}
+
 // periodic is a wheel with an API for tasks that repeat every period.
 type periodic interface {
 	// every runs f every period, from period from now, until the returned
@@ -78,13 +91,15 @@ var impls = []impl{
 	{
 		id: hashedwheelID, label: "hashedwheel", module: "github.com/hashedwheel/hashedwheel",
 		newer:    newHashedwheel,
-		rearmAPI: "Timeout.Reset", heartbeatAPI: "Timer.Every", contextAPI: "Timer.WithTimeout",
+		rearmAPI: "Timeout.Reset", reuseAPI: "Timer.Schedule into a reused Timeout, Timeout.Cancel",
+		heartbeatAPI: "Timer.Every", contextAPI: "Timer.WithTimeout",
 	},
 	{
 		id: stdlibID, label: "time.AfterFunc",
 		newer:    func() (wheel, error) { return stdlibWheel{}, nil },
-		rearmAPI: "time.Timer.Reset", heartbeatAPI: "time.AfterFunc, re-armed by its task with Reset",
-		contextAPI: "context.WithTimeout",
+		rearmAPI: "time.Timer.Reset", reuseAPI: "time.Timer.Reset on a reused time.Timer, Stop",
+		heartbeatAPI: "time.AfterFunc, re-armed by its task with Reset",
+		contextAPI:   "context.WithTimeout",
 	},
 	{
 		id: "russellluo", label: "RussellLuo/timingwheel", module: "github.com/RussellLuo/timingwheel",
@@ -118,7 +133,8 @@ func implByID(id string) (impl, error) {
 }
 
 // hashedwheel: NewTimer with the bench tick and buckets; AfterFunc and
-// Cancel; Timeout.Reset; Every; WithTimeout; Stats().Wakeups.
+// Cancel; Timeout.Reset; Schedule into a Timeout it keeps, and Cancel; Every;
+// WithTimeout; Stats().Wakeups.
 
 type hwWheel struct{ tm *hashedwheel.Timer }
 
@@ -184,6 +200,21 @@ type hwTimeout struct{ to *hashedwheel.Timeout }
 
 func (t hwTimeout) reset(d time.Duration) { t.to.Reset(d) }
 
+func (w hwWheel) newReusable(f func()) (reusable, error) {
+	return &hwReusable{tm: w.tm, task: hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { f() })}, nil
+}
+
+// hwReusable is a Timeout the caller keeps, a field of its own struct, and
+// its task, made once.
+type hwReusable struct {
+	tm   *hashedwheel.Timer
+	to   hashedwheel.Timeout
+	task hashedwheel.TimerTask
+}
+
+func (r *hwReusable) arm(d time.Duration) error { return r.tm.Schedule(&r.to, r.task, d) }
+func (r *hwReusable) disarm()                   { r.to.Cancel() }
+
 func (w hwWheel) every(period time.Duration, f func()) (func(), error) {
 	to, err := w.tm.Every(period, f)
 	if err != nil {
@@ -198,7 +229,8 @@ func (w hwWheel) withTimeout(parent context.Context, d time.Duration) (context.C
 	return w.tm.WithTimeout(parent, d)
 }
 
-// stdlib: time.AfterFunc and Timer.Stop; Timer.Reset; context.WithTimeout.
+// stdlib: time.AfterFunc and Timer.Stop; Timer.Reset; Timer.Reset and Stop
+// on one time.AfterFunc timer kept stopped; context.WithTimeout.
 
 type stdlibWheel struct{}
 
@@ -216,6 +248,21 @@ func (stdlibWheel) newRearmable(d time.Duration, f func()) (rearmable, error) {
 type stdTimer struct{ t *time.Timer }
 
 func (s stdTimer) reset(d time.Duration) { s.t.Reset(d) }
+
+// newReusable makes a time.AfterFunc timer and stops it: Reset arms it
+// again, Stop cancels it.
+func (stdlibWheel) newReusable(f func()) (reusable, error) {
+	t := time.AfterFunc(time.Hour, f)
+	t.Stop()
+	return stdTimer{t}, nil
+}
+
+func (s stdTimer) arm(d time.Duration) error {
+	s.t.Reset(d)
+	return nil
+}
+
+func (s stdTimer) disarm() { s.t.Stop() }
 
 // every re-arms a time.AfterFunc timer from its own task: the standard
 // library's way to run a function periodically without a goroutine per

@@ -171,7 +171,7 @@ type planned struct {
 }
 
 func plan(sz sizes) []planned {
-	p := []planned{{"schedcancel", 0}, {"schedcancel-parallel", sz.goroutines}}
+	p := []planned{{"schedcancel", 0}, {"schedcancel-parallel", sz.goroutines}, {"schedcancel-reused", 0}}
 	for _, n := range sz.pendings {
 		p = append(p, planned{"pending", n})
 	}
@@ -239,6 +239,7 @@ type ImplInfo struct {
 	Module       string `json:"module,omitempty"`
 	Version      string `json:"version"`
 	RearmAPI     string `json:"rearm_api,omitempty"`
+	ReuseAPI     string `json:"reuse_api,omitempty"`
 	HeartbeatAPI string `json:"heartbeat_api,omitempty"`
 	ContextAPI   string `json:"context_api,omitempty"`
 }
@@ -497,7 +498,7 @@ func meta(quick bool, reps int) Meta {
 func implInfo(im impl) ImplInfo {
 	info := ImplInfo{
 		ID: im.id, Label: im.label, Module: im.module, Version: runtime.Version(),
-		RearmAPI: im.rearmAPI, HeartbeatAPI: im.heartbeatAPI, ContextAPI: im.contextAPI,
+		RearmAPI: im.rearmAPI, ReuseAPI: im.reuseAPI, HeartbeatAPI: im.heartbeatAPI, ContextAPI: im.contextAPI,
 	}
 	if im.module == "" {
 		return info

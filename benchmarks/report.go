@@ -71,7 +71,10 @@ type column struct {
 	// repetition by repetition: their median, their range in small print,
 	// and "even" if they do not all fall on one side of 1.
 	ratio bool
-	prec  int
+	// against, with ratio, takes the ratio to the standard library's
+	// figure in another workload, for the standard library's row too.
+	against *baseline
+	prec    int
 }
 
 // table writes one row per implementation. A row whose result failed or has
@@ -177,6 +180,13 @@ func (rep *Report) cell(impl, workload string, c column) string {
 	}
 	if !c.ratio {
 		return num(v, c.prec)
+	}
+	if c.against != nil {
+		q, ok := rep.ratioTo(impl, workload, c.param, c.metric, *c.against)
+		if !ok {
+			return "n/a"
+		}
+		return q.Cell()
 	}
 	if impl == stdlibID {
 		return "1"
@@ -352,7 +362,7 @@ func (rep *Report) Markdown() string {
 	b.WriteString("- **Live bytes** are `runtime.MemStats.HeapAlloc` after a forced GC, with the timeouts pending minus before them; the handles are kept in a slice made before the baseline. **GC** is the wall and CPU time of one more `runtime.GC()` with them pending.\n")
 	b.WriteString("- **Lateness** is the time a task ran minus the time it was meant for: `time.Now()` just before it was scheduled, plus its delay. A negative lateness is an **early run**: the task ran before the delay it was given had passed.\n\n")
 
-	if rep.has("schedcancel") || rep.has("schedcancel-parallel") {
+	if rep.has("schedcancel") || rep.has("schedcancel-parallel") || rep.has("schedcancel-reused") {
 		fmt.Fprintf(&b, "## Schedule and cancel\n\nA timeout %v away, scheduled and cancelled %s times, on one goroutine and on %d goroutines (the machine has %d cores).\n\n",
 			cancelDelay, num(float64(sz.Ops), 0), sz.Goroutines, m.Cores)
 		for _, w := range []string{"schedcancel", "schedcancel-parallel"} {
@@ -373,6 +383,22 @@ func (rep *Report) Markdown() string {
 				{title: "allocs/op", metric: "allocs_op", param: p, prec: 1},
 				{title: "bytes/op", metric: "bytes_op", param: p},
 			}, nil)
+		}
+		if rep.has("schedcancel-reused") {
+			newTimer := &baseline{"schedcancel", 0}
+			b.WriteString("\nInto a reused timer, one goroutine: the same timer scheduled and cancelled every time, made once " +
+				"(hashedwheel: a `Timeout` the caller keeps, armed with `Timer.Schedule`; the standard library: one `time.AfterFunc` " +
+				"timer, stopped, re-armed with `Reset` and stopped with `Stop`). *× time.AfterFunc + Stop* is against the standard " +
+				"library's one-goroutine figure above, a new timer each time; *× reused time.Timer* against its row here; both in the same round. " +
+				"The wall time includes the wait for hashedwheel's worker to take in the last cancel, a tick or two.\n\n")
+			rep.table(&b, "schedcancel-reused", []column{
+				{title: "CPU ns/op", metric: "cpu_ns_op"},
+				{title: "× time.AfterFunc + Stop", metric: "cpu_ns_op", ratio: true, against: newTimer},
+				{title: "× reused time.Timer", metric: "cpu_ns_op", ratio: true},
+				{title: "wall ns/op", metric: "wall_ns_op"},
+				{title: "allocs/op", metric: "allocs_op", prec: 1},
+				{title: "bytes/op", metric: "bytes_op"},
+			}, func(im ImplInfo) string { return im.ReuseAPI })
 		}
 		b.WriteString("\n")
 	}

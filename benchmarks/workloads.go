@@ -15,7 +15,7 @@ import (
 
 // sizes are the workloads' parameters: full, or tiny for -quick.
 type sizes struct {
-	ops          int           // schedule+cancel, re-arm and context operations
+	ops          int           // schedule+cancel (new and reused), re-arm and context operations
 	goroutines   int           // of the parallel schedule+cancel
 	pendingOps   int           // schedule+cancel operations at each pending count
 	pendings     []int         // pending counts of the cost-per-op sweep
@@ -85,6 +85,12 @@ func runWorkload(im impl, workload string, param int, sz sizes) (childResult, er
 		res.Metrics, err = scheduleCancel(w, 1, sz.ops, 0)
 	case "schedcancel-parallel":
 		res.Metrics, err = scheduleCancel(w, sz.goroutines, sz.ops, 0)
+	case "schedcancel-reused":
+		r, ok := w.(reuser)
+		if !ok {
+			return res, errNoAPI
+		}
+		res.Metrics, err = scheduleCancelReused(w, r, sz.ops)
 	case "pending":
 		res.Metrics, err = scheduleCancel(w, 1, sz.pendingOps, param)
 	case "memory":
@@ -191,6 +197,30 @@ func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, 
 		return nil, e
 	}
 	return perOp(&r, ops), err
+}
+
+// scheduleCancelReused schedules one timer 30s away and cancels it, the same
+// timer every time, ops times, on one goroutine: a timer the caller keeps
+// and schedules again per request. The timed region ends when the
+// implementation has processed every call.
+func scheduleCancelReused(w wheel, r reuser, ops int) (map[string]float64, error) {
+	t, err := r.newReusable(nop)
+	if err != nil {
+		return nil, err
+	}
+	settle()
+	var reg measure.Window
+	reg.Begin()
+	for range ops {
+		if err := t.arm(cancelDelay); err != nil {
+			return nil, err
+		}
+		t.disarm()
+	}
+	// One timer: at most it is left for the implementation's goroutine.
+	err = w.flush(1, reg.Elapsed())
+	reg.End()
+	return perOp(&reg, ops), err
 }
 
 // pendingMemory reports the live heap per pending timeout, with n pending an
