@@ -118,8 +118,9 @@ func WithMaxPendingTimeouts(n int64) Option {
 // whose next run is due a period later.
 //
 // Stop does not wait for runs on exec's goroutines. A Timeout that such a
-// run schedules again on its own Timer as Stop comes is cancelled when the
-// run returns, and is then not among the timeouts Stop returned.
+// run schedules again as Stop comes is cancelled when the run returns, and is
+// then not among the timeouts Stop returned; if it was cancelled before, its
+// [CancelledTask] call is made then, on that goroutine.
 //
 // See the example of [WithTaskWorkers], the pool the timer owns, which most
 // programs want instead.

@@ -71,10 +71,11 @@ func (t *Timer) runOneShot(to *Timeout, task TimerTask) {
 }
 
 // runReturned ends the run of an expired one-shot arm of to: from now on a
-// new arm may be handed out. If to was armed again while the run was out, it
-// gives it to the new arm's Timer. If that Timer has stopped and let go of
-// its queues, the new arm ends cancelled: it was pending when Stop ran, but
-// out of its reach.
+// new arm may be handed out. If to was armed again (on the same Timer) while
+// the run was out, it gives it to the Timer. If the Timer has stopped and let
+// go of its queues meanwhile, which happens only to a run that Stop does not
+// wait for (on a WithTaskExecutor executor's goroutine), the new arm ends
+// cancelled, out of Stop's reach, and a Cancelled call owed is made here.
 func (t *Timer) runReturned(to *Timeout) {
 	if !to.endRun() {
 		return
@@ -84,12 +85,16 @@ func (t *Timer) runReturned(to *Timeout) {
 		nt.wakeWorker()
 		return
 	}
+	nt.shardFor(to).cancelledAside.Add(1)
 	if to.markCancelled(stNew) {
 		to.release()
-	} else {
-		to.letGo(stNew | stNotify)
+		return
 	}
-	nt.shardFor(to).cancelledAside.Add(1)
+	// Cancelled before the Timer stopped: its worker is gone, so the
+	// Cancelled call owed is made here, late rather than never.
+	if s, _ := to.letGo(stNew); s&stNotify != 0 {
+		nt.notifyCancelled(to)
+	}
 }
 
 // callTask runs task on to; a panic in it is logged with the timeout.

@@ -701,6 +701,59 @@ func TestGuarantee21ScheduleOnAnotherTimer(t *testing.T) {
 	})
 }
 
+func TestGuarantee21ScheduleOnAnotherTimerWaitsForTheRun(t *testing.T) {
+	// A Timeout whose run on one Timer has not returned is armed on another
+	// only once it has: until then its run's goroutine, not that Timer,
+	// holds it, and the other Timer's Stop could not return the arm.
+	synctest.Test(t, func(t *testing.T) {
+		ranOn, _ := startedTimer(t, hashedwheel.WithTaskWorkers(1))
+		other, _ := startedTimer(t)
+		var to hashedwheel.Timeout
+		running, release := make(chan struct{}), make(chan struct{})
+		require.NoError(t, ranOn.Schedule(&to, hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {
+			close(running)
+			<-release
+		}), 0))
+		<-running
+		before := stateOf(&to)
+		require.ErrorIs(t, other.Schedule(&to, nopTask, time.Hour), hashedwheel.ErrTimeoutPending)
+		assertUnchanged(t, before, &to, "Schedule on another Timer while the run is out")
+		close(release)
+		synctest.Wait()
+		require.NoError(t, other.Schedule(&to, nopTask, time.Hour), "once the run returned")
+		assert.Equal(t, []*hashedwheel.Timeout{&to}, other.Stop(), "Stop returns the arm")
+	})
+}
+
+func TestGuarantee21ScheduleExecutorRunReturningAfterStopMakesTheCancelledCall(t *testing.T) {
+	// Stop does not wait for a run on an executor's goroutine. A Timeout
+	// that run schedules again, and that Cancel cancels before Stop, gets its
+	// Cancelled call when the run returns, on that goroutine.
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskExecutor(func(f func()) { go f() }))
+		var to hashedwheel.Timeout
+		c := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 2)}
+		running, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		require.NoError(t, tm.Schedule(&to, hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {
+			defer close(returned)
+			close(running)
+			<-release
+		}), 0))
+		<-running
+		require.NoError(t, tm.Schedule(&to, c, time.Hour), "from outside, while the run is out")
+		require.True(t, to.Cancel())
+		assert.Empty(t, tm.Stop())
+		close(release)
+		<-returned
+		synctest.Wait()
+		require.Len(t, c.cancelled, 1, "Cancelled calls")
+		assert.Same(t, &to, <-c.cancelled)
+		assert.Zero(t, c.ran.Load())
+		assert.True(t, to.IsCancelled())
+		assert.Equal(t, uint64(1), tm.Stats().Cancelled)
+	})
+}
+
 func TestGuarantee21ScheduleErrorsLeaveTheTimeoutAsItWas(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		p, q := newProbe(r.start), newProbe(r.start)

@@ -157,7 +157,7 @@ var transitions = map[string]struct {
 		to.beginArm(to.timer.Load())
 	}},
 	"endArm": {0, 0, func(to *Timeout, _ int32, cond bool) {
-		to.endArm(map[bool]int32{true: stNotifies}[cond])
+		to.endArm(to.state.Load(), map[bool]int32{true: stNotifies}[cond])
 	}},
 	"abortArm → -busy -new": {0, 0, func(to *Timeout, _ int32, _ bool) { to.abortArm(true) }},
 	"abortArm → -busy":      {0, 0, func(to *Timeout, _ int32, _ bool) { to.abortArm(false) }},

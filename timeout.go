@@ -416,8 +416,11 @@ func (to *Timeout) String() string {
 // notifiesFor returns stNotifies if task is a CancelledTask (the user's task,
 // for a periodic one), else 0.
 func notifiesFor(task TimerTask) int32 {
-	if p, ok := task.(*periodicTask); ok {
-		task = p.task
+	switch t := task.(type) {
+	case TimerFunc, funcTask:
+		return 0 // the common cases, without the interface assertion below
+	case *periodicTask:
+		task = t.task
 	}
 	if _, ok := task.(CancelledTask); ok {
 		return stNotifies
@@ -693,12 +696,13 @@ func (to *Timeout) endRun() (push bool) {
 
 // beginArm takes stBusy on a timeout that Schedule may arm on t, and returns
 // the state it found (stBusy clear) and whether the arm revives it in place.
-// A timeout no Timer holds (stOut aside) is armed afresh, and beginArm also
-// sets stNew (unless stOut is set) for the caller's push; a cancelled one
-// still held by t (linked, queued as new, or out on its run) is revived. It
-// waits while someone else holds stBusy, and returns an error wrapping
+// A timeout no Timer holds is armed afresh, and beginArm also sets stNew for
+// the caller's push; so is an expired one whose run is out (stOut), on the
+// Timer it ran on, without stNew: the run's goroutine pushes it. A cancelled
+// one still held by t (linked, queued as new, or out on its run) is revived.
+// It waits while someone else holds stBusy, and returns an error wrapping
 // ErrTimeoutPending, having changed nothing, for a pending timeout, one that
-// another Timer still holds, and one whose Cancelled call is owed.
+// another Timer still holds (or runs), and one whose Cancelled call is owed.
 func (to *Timeout) beginArm(t *Timer) (s int32, revive bool, err error) {
 	for {
 		s = to.state.Load()
@@ -714,6 +718,11 @@ func (to *Timeout) beginArm(t *Timer) (s int32, revive bool, err error) {
 		case s&stNotify != 0:
 			return s, false, fmt.Errorf("%w: its Cancelled call has not been made yet", ErrTimeoutPending)
 		case held&^stOut == 0 && (held == 0 || phase == stExpired):
+			if held != 0 && to.timer.Load() != t {
+				// Its run's goroutine would hand the arm to another Timer
+				// than the one it ran on, whose Stop could not see it.
+				return s, false, fmt.Errorf("%w: its run on another Timer has not returned yet", ErrTimeoutPending)
+			}
 			revive = false
 		case phase == stCancelled && held&(stRunning|stReturning) == 0 && held&(stLinked|stNew|stOut) != 0 &&
 			to.timer.Load() == t:
@@ -731,17 +740,19 @@ func (to *Timeout) beginArm(t *Timer) (s int32, revive bool, err error) {
 	}
 }
 
-// endArm ends a Schedule: it moves the timeout that beginArm took to pending,
+// endArm ends a Schedule: it moves the timeout that beginArm took (and left
+// in state s) to pending,
 // with notifies (stNotifies or 0), clears stBusy and counts one more arm in
 // the generation. It keeps the holding flags, which the worker or the run's
 // goroutine may have changed meanwhile.
-func (to *Timeout) endArm(notifies int32) {
+func (to *Timeout) endArm(s int32, notifies int32) {
+	// s is the state beginArm left, which is most often still the state.
 	for {
-		s := to.state.Load()
 		ns := s&^(phaseMask|stBusy|stNotifies) | stPending | notifies
 		if to.state.CompareAndSwap(s, ns+genOne) {
 			return
 		}
+		s = to.state.Load()
 	}
 }
 

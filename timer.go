@@ -509,7 +509,8 @@ func (t *Timer) pushChange(to *Timeout) {
 // nothing, if to is pending (a periodic one included: Reset moves a pending
 // deadline); if it was cancelled on another Timer that has not taken the
 // cancel in yet (its worker does within about a tick; on a Timer made
-// WithoutWorker, its owner's next Advance or NextDeadline); if its task is a
+// WithoutWorker, its owner's next Advance or NextDeadline), or ran on another
+// Timer and its run has not returned yet; if its task is a
 // CancelledTask whose Cancelled call is still owed (it may be scheduled from
 // inside Cancelled); and if it was periodic and cancelled during a run that
 // has not returned. Calls racing on one ended Timeout arm it once: the others
@@ -537,6 +538,10 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 		return err
 	}
 	setNew := !revive && s&stOut == 0 // as beginArm did
+	left := s | stBusy                // the state beginArm left
+	if setNew {
+		left |= stNew
+	}
 	if err := t.countPending(to); err != nil {
 		to.abortArm(setNew)
 		return err
@@ -551,7 +556,7 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 		to.task = task
 		atomic.StoreInt64(&to.deadline, addDelay(now, delay))
 		t.shardFor(to).cancelledAside.Add(1)
-		to.endArm(notifies)
+		to.endArm(left, notifies)
 		return nil
 	}
 	prevTimer, prevTask, prevDeadline := to.timer.Load(), to.task, atomic.LoadInt64(&to.deadline)
@@ -569,7 +574,7 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 	}
 	// Armed while its run is out, it reaches the worker when the run
 	// returns (see Timer.runReturned).
-	to.endArm(notifies)
+	to.endArm(left, notifies)
 	if s&stOut == 0 {
 		t.nudgeWorker(now)
 	}
