@@ -26,8 +26,8 @@ var soakFor = flag.Duration("soak", 0,
 //	config=<name> ops=<n> lost=0 double=0 early=0 stuck=0
 //
 // and fails if any of the four is not zero. ops counts the calls of
-// NewTimeout, NewPeriodicTimeout, Cancel, Reset and Stop, whatever they
-// returned. A timeout is
+// NewTimeout, NewPeriodicTimeout, Schedule, Cancel, Reset and Stop, whatever
+// they returned. A timeout is
 //
 //   - lost if, once the timer is stopped and every task has returned, it
 //     neither ran, nor was cancelled by a Cancel that returned true, nor was
@@ -51,6 +51,21 @@ var soakFor = flag.Duration("soak", 0,
 //
 // The configuration "churn" also checks that the heap does not grow: the heap
 // after a GC at the end is within 10% of the heap after a GC once warmed up.
+//
+// The configurations "reuse-..." arm Timeouts that the soak owns with
+// Schedule instead, round after round (see soakReuse): several goroutines
+// schedule, cancel, reset and schedule again each one at once, so do its
+// tasks from inside their runs and its Cancelled calls, on a Timer or across
+// two, and the Timers stop while they do. There the four counts are of arms
+// (Schedules that returned nil), as soakReuseAccount says, and a second line
+//
+//	config=<name> armed=<n> armed-in-run=<n> overlapping=0 aside=<n> uncalled=<n>
+//
+// counts the arms, those that a task or a Cancelled call made, the runs of
+// one Timeout that overlapped another (the configuration fails if one did),
+// the arms that ended cancelled out of Stop's reach and the Cancelled calls
+// not made for such arms (see soakConfig.aside). The configuration fails,
+// too, if its Timers' Stats do not count each run and each cancel once.
 func TestSoak(t *testing.T) {
 	if *soakFor <= 0 {
 		t.Skip("soak not asked for; run with -soak=5m")
@@ -61,9 +76,12 @@ func TestSoak(t *testing.T) {
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
 			var n soakCounts
-			if c.rounds {
+			switch {
+			case c.reuse:
+				soakReuse(t, c, each, &n)
+			case c.rounds:
 				soakRounds(t, c, each, &n)
-			} else {
+			default:
 				soakContinuous(t, c, each, &n)
 			}
 			line := fmt.Sprintf("config=%s ops=%d lost=%d double=%d early=%d stuck=%d",
@@ -79,6 +97,16 @@ func TestSoak(t *testing.T) {
 			}
 			if n.badCallbacks.Load() != 0 {
 				t.Errorf("%s: %d timeouts got a wrong number of Cancelled calls", c.name, n.badCallbacks.Load())
+			}
+			if c.reuse {
+				fmt.Printf("config=%s armed=%d armed-in-run=%d overlapping=%d aside=%d uncalled=%d\n", c.name,
+					n.armed.Load(), n.armedInRun.Load(), n.overlap.Load(), n.aside.Load(), n.uncalled.Load())
+				if n.overlap.Load() != 0 {
+					t.Errorf("%s: runs of one Timeout overlapped %d times", c.name, n.overlap.Load())
+				}
+				if n.armedInRun.Load() == 0 {
+					t.Errorf("%s: no task armed its own Timeout again; the soak tested nothing", c.name)
+				}
 			}
 			if c.limit > 0 {
 				fmt.Printf("config=%s rejected=%d pending-read-above-limit=%d\n", c.name, n.rejected.Load(), n.overLimit.Load())
@@ -114,6 +142,17 @@ type soakConfig struct {
 	rounds    bool  // stop and replace the timer every few milliseconds
 	churn     bool  // schedule and cancel only, and check the heap
 	owned     bool  // made WithoutWorker: soakOwn drives it
+
+	// reuse: arm reused Timeouts with Schedule (soakReuse) on a Timer made
+	// with opts and one more for each of second.
+	reuse  bool
+	second []func(*soakExec) []hashedwheel.Option
+	// aside: an arm may end cancelled out of Stop's reach, neither run nor
+	// returned by Stop, and if Cancel cancelled it, get no Cancelled call:
+	// one made while its Timeout was out on a run that returns after its
+	// Timer has stopped. Stop does not wait for the runs of an executor,
+	// nor for those of another Timer.
+	aside bool
 }
 
 // soakExec is a task executor that runs tasks on goroutines of its own, and
@@ -163,6 +202,16 @@ func soakConfigs() []soakConfig {
 		}},
 		{name: "owned-periodic", producers: 8, periodic: true, owned: true, opts: with(hashedwheel.WithoutWorker())},
 		{name: "stop-rounds-owned", producers: 4, owned: true, opts: with(hashedwheel.WithoutWorker()), rounds: true},
+		// Reused Timeouts armed with Schedule, round after round.
+		{name: "reuse-worker", producers: 4, reuse: true, opts: with()},
+		{name: "reuse-pool", producers: 4, reuse: true, opts: with(hashedwheel.WithTaskWorkers(4))},
+		// Stop does not wait for the executor's runs.
+		{name: "reuse-executor-go", producers: 4, reuse: true, aside: true, opts: goExec},
+		{name: "reuse-owned", producers: 4, reuse: true, owned: true, opts: with(hashedwheel.WithoutWorker())},
+		// Either Timer's runs arm Timeouts on the other, which may have
+		// stopped when they return.
+		{name: "reuse-two-timers", producers: 4, reuse: true, aside: true, opts: with(),
+			second: []func(*soakExec) []hashedwheel.Option{with(hashedwheel.WithTaskWorkers(2))}},
 	}
 }
 
@@ -173,6 +222,12 @@ type soakCounts struct {
 	resets, resetsTrue, callbacks, badCallbacks  atomic.Int64
 	idleFull                                     atomic.Int64
 	heapWarm, heapEnd                            atomic.Uint64
+
+	// The reuse configurations': arms (Schedule returned nil), those made
+	// by a task or a Cancelled call, runs of one Timeout that overlapped,
+	// arms that ended cancelled aside, and Cancelled calls not made for
+	// such an arm.
+	armed, armedInRun, overlap, aside, uncalled atomic.Int64
 
 	// paceRan and paceCancelled count the pacer's probes that ran, and
 	// those it cancelled, late, at the end (see soakPace): runs and
@@ -566,7 +621,7 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := soakOwn(tm, c.owned)
+	owner := soakOwn(tm, c.owned, nil)
 	cancels := make(chan *soakRec, 1024)
 	var cancellers sync.WaitGroup
 	for range 2 {
@@ -815,7 +870,7 @@ func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		owner := soakOwn(tm, c.owned)
+		owner := soakOwn(tm, c.owned, nil)
 		rng := rand.New(rand.NewPCG(round, uint64(time.Now().UnixNano())))
 		fromTask := rng.IntN(4) == 0
 		cancels := make(chan *soakRec, 256)
@@ -867,8 +922,10 @@ func soakRounds(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 // does: it calls Advance, then sleeps until NextDeadline, or for a tick at
 // most, as what other goroutines schedule wakes nobody; it ends when Advance
 // reports the Timer stopped, and closes the channel it returns. If not owned,
-// that channel is closed already.
-func soakOwn(tm *hashedwheel.Timer, owned bool) <-chan struct{} {
+// that channel is closed already. Between two Advance calls it takes the
+// requests of stops, if any: it stops the Timer itself and replies with what
+// Stop returned.
+func soakOwn(tm *hashedwheel.Timer, owned bool, stops <-chan chan<- []*hashedwheel.Timeout) <-chan struct{} {
 	done := make(chan struct{})
 	if !owned {
 		close(done)
@@ -889,11 +946,423 @@ func soakOwn(tm *hashedwheel.Timer, owned bool) <-chan struct{} {
 			if at, ok := tm.NextDeadline(); ok {
 				wait = min(wait, time.Until(at))
 			}
-			if wait > 0 {
-				sleep.Reset(wait)
-				<-sleep.C
+			if wait <= 0 {
+				select {
+				case reply := <-stops:
+					reply <- tm.Stop()
+				default:
+				}
+				continue
+			}
+			sleep.Reset(wait)
+			select {
+			case <-sleep.C:
+			case reply := <-stops:
+				reply <- tm.Stop()
 			}
 		}
 	}()
 	return done
+}
+
+// soakSlots is how many reused Timeouts a reuse configuration keeps. Half of
+// the producers' picks go to the first soakHotSlots, so that producers,
+// tasks and Cancelled calls often act on one at once; the others spread
+// over all, so that most arms live to run rather than being cancelled by
+// the next call.
+const (
+	soakSlots    = 1024
+	soakHotSlots = 16
+)
+
+// soakSlot is a Timeout the soak owns, armed again and again with Schedule
+// on its round's Timers: from several producers at once, from inside its own
+// runs and from inside its Cancelled calls. It outlives the rounds, so each
+// round arms, on new Timers, Timeouts that the last round's ended.
+//
+// Any goroutine may act on to. The counters are the round's, reset between
+// rounds while nothing runs.
+type soakSlot struct {
+	to       hashedwheel.Timeout
+	notifies bool // every arm's task is a CancelledTask
+
+	// mu guards candidates and resets, the bookkeeping that gives each run
+	// a bound below its arm's deadline (see soakArm.low). It is never held
+	// across a call of the Timer or the Timeout.
+	mu sync.Mutex
+	// candidates are the arms that the latest Reset may move: those whose
+	// Schedule is in flight, and the last one that returned nil (any
+	// earlier arm has ended, as Schedule arms only an ended Timeout).
+	candidates []*soakArm
+	// resets are the bounds of the Resets in flight: a Schedule that
+	// begins meanwhile may be the arm such a Reset moves.
+	resets []int64
+
+	armed, runs, cancels, callbacks atomic.Int64
+	inRun                           atomic.Int32 // runs going on now
+}
+
+// soakArm is one arm of a slot's Timeout, and its task.
+type soakArm struct {
+	s *soakSlot
+	r *soakReuseRound
+
+	// low is when the arm may run first, in soakNanos: just before its
+	// Schedule plus the delay, lowered by every Reset that may move it
+	// before that Reset is called (a Reset that returns true sets a
+	// deadline no sooner than its own bound). Written under s.mu.
+	low atomic.Int64
+
+	runs       atomic.Int32
+	scheduling bool // its Schedule has not returned; under s.mu
+	panics     bool // its task panics after what it does
+}
+
+// soakArmCallback is a soakArm whose task is a CancelledTask.
+type soakArmCallback struct{ *soakArm }
+
+// soakReuseRound is a round of a reuse configuration: its Timers and
+// counts.
+type soakReuseRound struct {
+	n      *soakCounts
+	tms    []*hashedwheel.Timer
+	behind *atomic.Bool // the first Timer's worker is behind (see soakPace)
+	done   atomic.Bool  // the Timers are stopped: producers end
+}
+
+func (a *soakArm) Run(to *hashedwheel.Timeout) {
+	now := time.Now()
+	s, n := a.s, a.r.n
+	if s.inRun.Add(1) > 1 {
+		n.overlap.Add(1)
+	}
+	defer s.inRun.Add(-1)
+	s.runs.Add(1)
+	n.ran.Add(1)
+	if a.runs.Add(1) > 1 || to != &s.to { // ran twice, or got another Timeout
+		n.double.Add(1)
+	}
+	low := a.low.Load()
+	if soakNanos(now) < low {
+		n.early.Add(1)
+	}
+	late := soakNanos(now) - low
+	for m := n.maxLate.Load(); late > m && !n.maxLate.CompareAndSwap(m, late); m = n.maxLate.Load() {
+	}
+	if time.Duration(late) > soakStuckAfter {
+		n.stuck.Add(1)
+	}
+	// Act on its own Timeout from inside the run: it has expired, so it
+	// may be armed at once (its new arm waits for this run to return),
+	// then reset or cancelled.
+	if x := rand.IntN(8); x < 4 {
+		tm := to.Timer() // the latest arm's: another goroutine's, maybe
+		if x == 0 {
+			tm = a.r.tms[rand.IntN(len(a.r.tms))]
+		}
+		if a.r.arm(s, tm, soakReuseDelay()) == nil {
+			n.armedInRun.Add(1)
+			switch rand.IntN(8) {
+			case 0:
+				a.r.cancel(s)
+			case 1, 2:
+				a.r.reset(s, soakReuseDelay())
+			}
+		}
+	}
+	switch x := rand.IntN(64); {
+	case x < 8:
+		// A run that takes a little while, so that producers arm the
+		// Timeout while it is out.
+		for range 1 + rand.IntN(20) {
+			runtime.Gosched()
+		}
+	case x < 9:
+		// A slow task (a blocked write, say), longer than a few ticks:
+		// the arms made before it returns come due meanwhile, and wait.
+		time.Sleep(time.Duration(1+rand.IntN(4)) * time.Millisecond)
+	}
+	if a.panics {
+		n.panicked.Add(1)
+		panic("soak: a task panics")
+	}
+}
+
+func (c soakArmCallback) Cancelled(to *hashedwheel.Timeout) {
+	c.s.callbacks.Add(1)
+	c.r.n.callbacks.Add(1)
+	// No Schedule could arm the Timeout until this call; from here on one
+	// may, this one too.
+	if rand.IntN(4) == 0 && c.r.arm(c.s, to.Timer(), soakReuseDelay()) == nil {
+		c.r.n.armedInRun.Add(1)
+	}
+}
+
+// soakReuseDelay draws a delay for an arm or a Reset: mostly a few ticks,
+// sometimes zero or negative, sometimes an hour (those are cancelled, or
+// returned by Stop).
+func soakReuseDelay() time.Duration {
+	switch x := rand.IntN(100); {
+	case x < 5:
+		return -time.Duration(rand.IntN(1000))
+	case x < 10:
+		return 0
+	case x < 97:
+		return time.Duration(rand.Int64N(int64(5 * time.Millisecond)))
+	default:
+		return time.Hour
+	}
+}
+
+// arm schedules s's Timeout on tm after d and records the arm. It returns
+// what Schedule returned: nil, or an error wrapping ErrTimeoutPending (the
+// Timeout was pending, or is still held) or ErrTimerStopped.
+func (r *soakReuseRound) arm(s *soakSlot, tm *hashedwheel.Timer, d time.Duration) error {
+	a := &soakArm{s: s, r: r, panics: rand.IntN(1000) == 0}
+	low := soakNanos(time.Now()) + int64(max(d, 0))
+	s.mu.Lock()
+	for _, b := range s.resets {
+		low = min(low, b)
+	}
+	a.low.Store(low)
+	a.scheduling = true
+	s.candidates = append(s.candidates, a)
+	s.mu.Unlock()
+
+	var task hashedwheel.TimerTask = a
+	if s.notifies {
+		task = soakArmCallback{a}
+	}
+	err := tm.Schedule(&s.to, task, d)
+	r.n.ops.Add(1)
+
+	s.mu.Lock()
+	a.scheduling = false
+	kept := s.candidates[:0]
+	for _, c := range s.candidates {
+		if c == a && err == nil || c != a && (err != nil || c.scheduling) {
+			kept = append(kept, c)
+		}
+	}
+	clear(s.candidates[len(kept):])
+	s.candidates = kept
+	s.mu.Unlock()
+
+	switch {
+	case err == nil:
+		s.armed.Add(1)
+		r.n.armed.Add(1)
+	case errors.Is(err, hashedwheel.ErrTimeoutPending):
+		r.n.rejected.Add(1)
+	case !errors.Is(err, hashedwheel.ErrTimerStopped):
+		panic(fmt.Sprintf("soak: Schedule: %v", err))
+	}
+	return err
+}
+
+// reset resets s's Timeout to d from now, lowering first the bound of every
+// arm it may move.
+func (r *soakReuseRound) reset(s *soakSlot, d time.Duration) {
+	bound := soakNanos(time.Now()) + int64(max(d, 0))
+	s.mu.Lock()
+	s.resets = append(s.resets, bound)
+	for _, a := range s.candidates {
+		a.low.Store(min(a.low.Load(), bound))
+	}
+	s.mu.Unlock()
+	ok := s.to.Reset(d)
+	s.mu.Lock()
+	i := slices.Index(s.resets, bound)
+	s.resets = slices.Delete(s.resets, i, i+1)
+	s.mu.Unlock()
+	r.n.ops.Add(1)
+	r.n.resets.Add(1)
+	if ok {
+		r.n.resetsTrue.Add(1)
+	}
+}
+
+// cancel cancels s's Timeout and records what Cancel said.
+func (r *soakReuseRound) cancel(s *soakSlot) {
+	r.n.ops.Add(1)
+	if s.to.Cancel() {
+		s.cancels.Add(1)
+		r.n.cancelled.Add(1)
+	}
+}
+
+// produce acts on random slots until the round's Timers are stopped, and on
+// for a little while after, racing their Stop. It pauses while the worker is
+// behind, as soakContinuous's producers do, and yields after each step, so
+// that most arms live to run rather than ending cancelled by the next call.
+func (r *soakReuseRound) produce(slots []soakSlot) {
+	for ; !r.done.Load(); runtime.Gosched() {
+		for r.behind.Load() && !r.done.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		s := &slots[rand.IntN(len(slots))]
+		if rand.IntN(2) == 0 {
+			s = &slots[rand.IntN(soakHotSlots)]
+		}
+		tm := r.tms[rand.IntN(len(r.tms))]
+		switch x := rand.IntN(100); {
+		case x < 60:
+			r.arm(s, tm, soakReuseDelay())
+		case x < 70:
+			r.cancel(s)
+		case x < 85:
+			r.reset(s, soakReuseDelay())
+		case x < 93:
+			// Schedule and Cancel, as a request deadline is: on its own
+			// Timer the Timeout stays where it is, and the next
+			// Schedule there revives it in place.
+			if r.arm(s, tm, time.Hour) == nil {
+				r.cancel(s)
+			}
+		default:
+			// Cancel and arm again at once: in place on its own Timer;
+			// on another one, ErrTimeoutPending until its Timer has
+			// taken the cancel in.
+			r.cancel(s)
+			r.arm(s, tm, soakReuseDelay())
+		}
+	}
+}
+
+// soakReuse runs a reuse configuration for d: round after round, it makes
+// the configuration's Timers, races producers that schedule, cancel, reset
+// and schedule again the soakSlots reused Timeouts on them (their tasks and
+// Cancelled calls do too), stops the Timers while the producers go on, and
+// accounts for every arm of the round.
+func soakReuse(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
+	slots := make([]soakSlot, soakSlots)
+	for i := range slots {
+		slots[i].notifies = i%2 == 0
+	}
+	end := time.Now().Add(d)
+	for round := 0; time.Now().Before(end); round++ {
+		var exec soakExec
+		r := &soakReuseRound{n: n}
+		var owners []<-chan struct{}
+		var stops []chan chan<- []*hashedwheel.Timeout
+		for _, opts := range append([]func(*soakExec) []hashedwheel.Option{c.opts}, c.second...) {
+			tm, err := hashedwheel.NewTimer(opts(&exec)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.tms = append(r.tms, tm)
+			stops = append(stops, make(chan chan<- []*hashedwheel.Timeout))
+			owners = append(owners, soakOwn(tm, c.owned, stops[len(stops)-1]))
+		}
+		for i := range slots {
+			s := &slots[i]
+			s.armed.Store(0)
+			s.runs.Store(0)
+			s.cancels.Store(0)
+			s.callbacks.Store(0)
+		}
+		// Mostly short rounds, for Stop to race the producers often; some
+		// long enough for the Timeouts to run many times. The round ends
+		// when the pacer does, its last probe ended too.
+		length := time.Duration(rand.IntN(40)) * time.Millisecond
+		if round%8 == 7 {
+			length = 250 * time.Millisecond
+		}
+		var pace soakCounts
+		behind, paced := soakPace(r.tms[0], time.Now().Add(length), &pace)
+		r.behind = behind
+		var wg sync.WaitGroup
+		for range c.producers {
+			wg.Go(func() { r.produce(slots) })
+		}
+		<-paced
+		stopped := make(map[*hashedwheel.Timeout]int)
+		aside := c.aside
+		for _, i := range rand.Perm(len(r.tms)) {
+			var list []*hashedwheel.Timeout
+			if c.owned && round%2 == 0 {
+				// From the owner, between two Advance calls: Stop returns
+				// every pending timeout.
+				reply := make(chan []*hashedwheel.Timeout)
+				stops[i] <- reply
+				list = <-reply
+			} else {
+				list = r.tms[i].Stop()
+				// A Stop that finds the owner inside Advance returns nil,
+				// and that Advance cancels the pending timeouts as it
+				// returns.
+				aside = aside || c.owned && list == nil
+			}
+			n.ops.Add(1)
+			for _, to := range list {
+				stopped[to]++
+			}
+		}
+		r.done.Store(true)
+		wg.Wait()
+		for _, o := range owners {
+			<-o
+		}
+		exec.wg.Wait()
+		soakReuseAccount(t, c, r, slots, stopped, aside, &pace)
+	}
+}
+
+// soakReuseAccount checks a round once its Timers are stopped and every task
+// and Cancelled call has returned. Every arm (a Schedule that returned nil)
+// ended in exactly one of: a run, a Cancel that returned true, or among the
+// timeouts that a Stop returned. But if aside, a slot's last arm may have
+// ended cancelled out of Stop's reach (see soakConfig.aside; or cancelled
+// by an Advance that Stop found in progress). A slot whose arms outnumber
+// those ends (by more than such an arm) counts as lost, one with more ends
+// than arms, or whose arm ran twice, as double. Its Cancelled calls are one
+// per Cancel that returned true, one fewer if aside (the cancelled arm out
+// of reach). The Timers' Stats count each run in Expired and each cancel,
+// those out of reach too, in Cancelled.
+func soakReuseAccount(t *testing.T, c soakConfig, r *soakReuseRound, slots []soakSlot,
+	stopped map[*hashedwheel.Timeout]int, aside bool, pace *soakCounts) {
+	n := r.n
+	var runs, cancels, inStop, asideHere int64
+	for i := range slots {
+		s := &slots[i]
+		armed, ran, cancelled, byStop := s.armed.Load(), s.runs.Load(), s.cancels.Load(), int64(stopped[&s.to])
+		delete(stopped, &s.to)
+		runs += ran
+		cancels += cancelled
+		inStop += byStop
+		n.returned.Add(byStop)
+		switch left := armed - ran - cancelled - byStop; {
+		case s.inRun.Load() != 0:
+			n.lost.Add(1) // a run that never returned
+		case left < 0:
+			n.double.Add(1)
+		case left == 0:
+		case left == 1 && aside && s.to.IsCancelled():
+			asideHere++
+		default:
+			n.lost.Add(1)
+		}
+		switch calls := s.callbacks.Load(); {
+		case !s.notifies && calls != 0,
+			s.notifies && calls != cancelled && !(aside && calls == cancelled-1):
+			n.badCallbacks.Add(1)
+		case s.notifies && calls == cancelled-1:
+			n.uncalled.Add(1)
+		}
+	}
+	n.aside.Add(asideHere)
+	// Stop returned only the slots' Timeouts: the pacer's last probe had
+	// ended before the round did.
+	n.double.Add(int64(len(stopped)))
+	// The pacer's probes ran, or it cancelled them.
+	expired, cancelled := -pace.paceRan.Load(), -pace.paceCancelled.Load()
+	for _, tm := range r.tms {
+		s := tm.Stats()
+		expired += int64(s.Expired)
+		cancelled += int64(s.Cancelled)
+	}
+	if expired != runs || cancelled != cancels+inStop+asideHere {
+		t.Errorf("%s: Stats say %d expired and %d cancelled; the tasks ran %d times, Cancel returned true %d times, "+
+			"Stop returned %d and %d ended cancelled aside", c.name, expired, cancelled, runs, cancels, inStop, asideHere)
+	}
 }
