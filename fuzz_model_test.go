@@ -36,11 +36,16 @@ const (
 	kindEvery  // periodic, scheduled with Every
 	kindPeriod // periodic: NewPeriodicTimeout; may cancel or reset itself
 	kindSlow   // periodic whose first run blocks until released
-	numKinds
+	numKinds   // the kinds the schedule op picks from
+
+	// kindRearm is armed by Timer.Schedule alone (see scheduleOn): it
+	// schedules its own Timeout again from inside its run, and from inside
+	// its Cancelled call if it is a CancelledTask (see fuzzTask.rearm).
+	kindRearm = numKinds
 )
 
-var kindNames = [numKinds]string{"plain", "block", "stop", "panic", "goexit", "chain", "func",
-	"every", "periodic", "slow-periodic"}
+var kindNames = [numKinds + 1]string{"plain", "block", "stop", "panic", "goexit", "chain", "func",
+	"every", "periodic", "slow-periodic", "rearm"}
 
 // Model states of a timeout.
 const (
@@ -62,10 +67,18 @@ const (
 const unknownBound = math.MaxInt64
 
 // fuzzHandle is the model of one timeout.
+//
+// A handle is one arm of a Timeout: Timer.Schedule arms a Timeout again once
+// it has ended, and each arm gets a handle of its own, with the same to. The
+// Timeout reports its latest arm (fuzzModel.latest); the runs and the
+// Cancelled calls of a fuzzTask name their arm by the task, which is the
+// arm's own.
 type fuzzHandle struct {
 	id     int
 	to     *hashedwheel.Timeout
 	kind   int
+	ft     *fuzzTask             // its task, if a fuzzTask
+	task   hashedwheel.TimerTask // what Task must report once armed; nil: not checked
 	state  int
 	byStop bool // cancelled by Stop rather than by Cancel
 
@@ -95,11 +108,37 @@ type fuzzHandle struct {
 	cbBound  int64 // the latest time the call may come
 
 	uncertain bool // FuzzTimerPool: handed out or not when a task stopped the timer
+
+	// FuzzTimerPool: out says the run of this one-shot arm has been handed
+	// to the pool and has not returned; waitRun is the arm of the same
+	// Timeout whose run was out when this one was armed: the worker gets
+	// this one when that run returns (see fuzzModel.runReturned).
+	out     bool
+	waitRun *fuzzHandle
+
+	// cbAfterRun: Cancel cancelled it inside a run on the worker; its
+	// Cancelled call comes once the worker has finished that tick.
+	cbAfterRun     bool
+	cancelledInRun bool  // periodic: cancelled while a run was out
+	takenBackAt    int64 // periodic: when the worker (or the owner) takes back the run that returned last
+
+	// elsewhere: armed on the model's second Timer, fuzzModel.other, which
+	// runs nothing; takenIn: cancelled there, and taken in by a
+	// NextDeadline of the test goroutine (see takeInOther).
+	elsewhere bool
+	takenIn   bool
+}
+
+// ready reports whether the worker (or the owner) has h, pending, to run:
+// not out on a periodic run, nor waiting for an earlier arm's run.
+func (h *fuzzHandle) ready() bool {
+	return h.state == statePending && !h.running && h.waitRun == nil && !h.elsewhere
 }
 
 // runRecord is what a task records when it runs, or its Cancelled method.
 type runRecord struct {
 	id        int                  // the handle's id; -1 for a timeout a task scheduled
+	task      *fuzzTask            // the task that ran, if a fuzzTask: it names the arm
 	to        *hashedwheel.Timeout // what Run received
 	at        int64                // time.Since(start) when it ran
 	cancelled bool                 // a Cancelled call, not a run
@@ -111,7 +150,16 @@ type runRecord struct {
 	selfCancelled bool // periodic: what Cancel from the task returned
 	selfReset     bool // periodic: what Reset from the task returned
 
-	call int64 // FuzzTimerOwned: fuzzOwner.in when it was recorded
+	call  int64              // FuzzTimerOwned: fuzzOwner.in when it was recorded
+	other bool               // a Cancelled call of an arm on fuzzModel.other
+	timer *hashedwheel.Timer // what to.Timer() returned in the run
+
+	// kindRearm (see fuzzTask.rearm): the tasks of the arms it made of its
+	// own Timeout, and what Schedule, Reset and Cancel returned.
+	rearm, rearm2       *fuzzTask
+	rearmErr, rearm2Err error
+	again               error // a second Schedule, while the new arm is pending
+	resetOK, cancelOK   bool
 }
 
 // fuzzModel is the reference model of one fuzzed Timer, shared by the three
@@ -131,7 +179,18 @@ type fuzzModel struct {
 	now   int64 // the fake clock, nanoseconds since Start
 
 	handles []*fuzzHandle
-	byTO    map[*hashedwheel.Timeout]*fuzzHandle
+	byTO    map[*hashedwheel.Timeout]*fuzzHandle // each Timeout's first arm
+	latest  map[*hashedwheel.Timeout]*fuzzHandle // each Timeout's latest arm
+	byTask  map[*fuzzTask]*fuzzHandle
+
+	// sessions own the Timeouts that scheduleOn arms: the zero Timeout at
+	// first, reused for arm after arm.
+	sessions [numSessions]fuzzSession
+
+	// other is a second Timer, made WithoutWorker, which the test
+	// goroutine alone drives, with NextDeadline only: the sessions'
+	// Timeouts move between the two (see scheduleOn and takeInOther).
+	other *hashedwheel.Timer
 
 	// The worker (or the owner), as the model sees it. Ticks are processed
 	// in order; while inTick is not empty the worker is in the middle of
@@ -194,7 +253,12 @@ func (m *fuzzModel) fatalf(format string, args ...any) {
 
 // op reads one operation and runs it on the timer and the model.
 func (m *fuzzModel) op(in *fuzzInput) {
-	switch op := in.next() % 32; {
+	op := in.next()
+	if op >= reuseOps {
+		m.reuseOp(op, in)
+		return
+	}
+	switch op %= 32; {
 	case op < 10:
 		m.schedule(in.next(), in.next(), in.next())
 	case op < 15:
@@ -419,6 +483,7 @@ func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
 	m.tracef("schedule %s%s #%d, %v", kindNames[h.kind], cb, h.id, delay)
 	var to *hashedwheel.Timeout
 	var err error
+	var task hashedwheel.TimerTask
 	switch h.kind {
 	case kindFunc:
 		id := h.id
@@ -427,9 +492,11 @@ func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
 		id := h.id
 		to, err = m.tm.Every(delay, func() { m.record(runRecord{id: id, at: m.since()}) })
 	case kindPeriod, kindSlow:
-		to, err = m.tm.NewPeriodicTimeout(m.task(h), delay)
+		task = m.task(h)
+		to, err = m.tm.NewPeriodicTimeout(task, delay)
 	default:
-		to, err = m.tm.NewTimeout(m.task(h), delay)
+		task = m.task(h)
+		to, err = m.tm.NewTimeout(task, delay)
 	}
 	if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
 		m.fatalf("schedule(%v) = %v, want %v", delay, err, wantErr)
@@ -450,7 +517,11 @@ func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
 	if periodic {
 		h.period = int64(delay)
 	}
+	if task != nil {
+		h.task, h.ft = task, taskOf(task)
+	}
 	m.checkDeadline(h)
+	m.checkTask(h)
 	if h.to.Timer() != m.tm {
 		m.fatalf("#%d: Timer() is not the timer that made it", h.id)
 	}
@@ -463,10 +534,26 @@ func (m *fuzzModel) schedule(kindByte, b1, b2 byte) {
 func (m *fuzzModel) add(h *fuzzHandle) {
 	h.id = len(m.handles)
 	m.handles = append(m.handles, h)
-	m.byTO[h.to] = h
+	if m.byTO[h.to] == nil {
+		m.byTO[h.to] = h
+	}
+	m.latest[h.to] = h
+	if h.ft != nil {
+		m.byTask[h.ft] = h
+	}
 }
 
 func (m *fuzzModel) since() int64 { return int64(time.Since(m.start)) }
+
+// checkTask checks that Task reports the task of arm h, just armed, on the
+// goroutine that armed it. Not for a kindRearm arm: a Task call races with a
+// Schedule of the same Timeout on another goroutine, and its task, run on
+// the worker, schedules its Timeout again.
+func (m *fuzzModel) checkTask(h *fuzzHandle) {
+	if h.task != nil && h.kind != kindRearm && h.to.Task() != h.task {
+		m.fatalf("#%d: Task() is not the task it was armed with", h.id)
+	}
+}
 
 func (m *fuzzModel) checkDeadline(h *fuzzHandle) {
 	if want := m.start.Add(time.Duration(h.deadline)); !h.to.Deadline().Equal(want) {
@@ -475,12 +562,20 @@ func (m *fuzzModel) checkDeadline(h *fuzzHandle) {
 }
 
 func (m *fuzzModel) task(h *fuzzHandle) hashedwheel.TimerTask {
-	ft := &fuzzTask{m: m, id: h.id, kind: h.kind, release: h.release, chainDelay: h.chainDelay,
+	ft := &fuzzTask{m: m, id: h.id, kind: h.kind, cb: h.cb, release: h.release, chainDelay: h.chainDelay,
 		selfCancel: h.selfCancel, selfReset: h.selfReset}
-	if h.cb {
-		return fuzzCallbackTask{ft}
+	return ft.task()
+}
+
+// taskOf returns the fuzzTask of a task that task made.
+func taskOf(task hashedwheel.TimerTask) *fuzzTask {
+	switch ft := task.(type) {
+	case *fuzzTask:
+		return ft
+	case fuzzCallbackTask:
+		return ft.fuzzTask
 	}
-	return ft
+	return nil
 }
 
 // childTask is the task of a timeout that a kindChain task schedules.
@@ -491,13 +586,13 @@ func (m *fuzzModel) childTask() hashedwheel.TimerTask {
 }
 
 func (m *fuzzModel) record(r runRecord) {
-	if m.owner != nil {
+	if m.owner != nil && !r.other {
 		r.call = m.owner.in.Load()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.records = append(m.records, r)
-	if m.owner == nil {
+	if m.owner == nil || r.other {
 		return
 	}
 	// Tasks run inside Advance, on the goroutine that calls it (18).
@@ -516,11 +611,13 @@ func (m *fuzzModel) record(r runRecord) {
 	}
 }
 
+// pick returns the latest arm of the Timeout of one of the handles: what a
+// call on that Timeout acts on.
 func (m *fuzzModel) pick(b byte) *fuzzHandle {
 	if len(m.handles) == 0 {
 		return nil
 	}
-	return m.handles[int(b)%len(m.handles)]
+	return m.latest[m.handles[int(b)%len(m.handles)].to]
 }
 
 // cancelled records that Cancel cancelled h at the current time, and when
@@ -533,6 +630,10 @@ func (m *fuzzModel) cancelled(h *fuzzHandle) {
 	}
 	h.cbWant = true
 	switch {
+	case h.elsewhere:
+		h.cbBound = otherBound
+	case h.waitRun != nil:
+		h.cbBound = unknownBound // once the run it waits for returns
 	case m.owned && m.workerFree() && !m.inCall:
 		h.cbBound = m.nextOwnerCall()
 	case m.workerFree() && !m.owned:
@@ -543,10 +644,13 @@ func (m *fuzzModel) cancelled(h *fuzzHandle) {
 }
 
 func (m *fuzzModel) cancel(b byte) {
-	h := m.pick(b)
-	if h == nil {
-		return
+	if h := m.pick(b); h != nil {
+		m.cancelArm(h)
 	}
+}
+
+// cancelArm calls Cancel on the Timeout whose latest arm is h.
+func (m *fuzzModel) cancelArm(h *fuzzHandle) {
 	m.tracef("Cancel(#%d)", h.id)
 	got := h.to.Cancel()
 	switch {
@@ -573,6 +677,9 @@ func (m *fuzzModel) cancel(b byte) {
 			m.fatalf("Cancel(#%d) = false on a pending timeout", h.id)
 		}
 		m.cancelled(h)
+		if h.running && !h.returned {
+			h.cancelledInRun = true
+		}
 		m.inTick = slices.DeleteFunc(m.inTick, func(x *fuzzHandle) bool { return x == h })
 	}
 	m.poke()
@@ -581,11 +688,13 @@ func (m *fuzzModel) cancel(b byte) {
 }
 
 func (m *fuzzModel) reset(b, b1, b2 byte) {
-	h := m.pick(b)
-	if h == nil {
-		return
+	if h := m.pick(b); h != nil {
+		m.resetArm(h, m.delay(b1, b2))
 	}
-	d := m.delay(b1, b2)
+}
+
+// resetArm calls Reset(d) on the Timeout whose latest arm is h.
+func (m *fuzzModel) resetArm(h *fuzzHandle, d time.Duration) {
 	m.tracef("Reset(#%d, %v)", h.id, d)
 	got := h.to.Reset(d)
 	switch {
@@ -636,6 +745,7 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 	}
 	if i := slices.Index(m.busy, h); i >= 0 {
 		m.busy = slices.Delete(m.busy, i, i+1)
+		m.runReturned(h, m.now)
 		m.startPooled(m.now)
 		m.maybeFinishStop()
 		m.settle()
@@ -660,7 +770,7 @@ func (m *fuzzModel) release(h *fuzzHandle) {
 // exits, which is later than a tick once it is stopped and waits.
 func (m *fuzzModel) deferCallbacks() {
 	for _, x := range m.handles {
-		if x.cbWant && x.cbGot == 0 {
+		if x.cbWant && x.cbGot == 0 && !x.elsewhere {
 			x.cbBound = unknownBound
 		}
 	}
@@ -683,7 +793,7 @@ func (m *fuzzModel) exited() {
 func (m *fuzzModel) finishStop() {
 	want := make(map[*hashedwheel.Timeout]bool)
 	for _, h := range m.handles {
-		if h.state == statePending || h.byStop {
+		if (h.state == statePending || h.byStop) && !h.elsewhere {
 			h.state, h.byStop = stateCancelled, true
 			want[h.to] = true
 		}
@@ -706,7 +816,7 @@ func (m *fuzzModel) finishStop() {
 		}
 		seen := make(map[*hashedwheel.Timeout]bool)
 		for _, to := range got {
-			h := m.byTO[to]
+			h := m.latest[to]
 			switch {
 			case h == nil:
 				m.fatalf("Stop returned a timeout that was never scheduled: %v", to)
@@ -719,7 +829,7 @@ func (m *fuzzModel) finishStop() {
 		}
 		for to := range want {
 			if !seen[to] {
-				m.fatalf("Stop did not return pending #%d", m.byTO[to].id)
+				m.fatalf("Stop did not return pending #%d", m.latest[to].id)
 			}
 		}
 	}
@@ -730,7 +840,7 @@ func (m *fuzzModel) finishStop() {
 func (m *fuzzModel) pending() int64 {
 	var n int64
 	for _, h := range m.handles {
-		if h.state == statePending {
+		if h.state == statePending && !h.elsewhere {
 			n++
 		}
 	}
@@ -789,12 +899,13 @@ func (m *fuzzModel) callback(r runRecord) {
 		m.fatalf("Cancelled for #%d called with another timeout", h.id)
 	}
 	h.cbGot++
+	m.rearmed(h, r, false)
 }
 
 // checkCallbacksBy fails if a Cancelled call due by now has not come.
 func (m *fuzzModel) checkCallbacksBy(now int64) {
 	for _, h := range m.handles {
-		if h.cbWant && h.cbGot == 0 && (h.cbBound <= now || m.stop == stopDone) {
+		if h.cbWant && h.cbGot == 0 && (h.cbBound <= now || m.stop == stopDone && !h.elsewhere) {
 			m.fatalf("Cancelled for #%d, cancelled at %v, not called by %v", h.id, time.Duration(h.cancelAt),
 				time.Duration(now))
 		}
@@ -802,6 +913,9 @@ func (m *fuzzModel) checkCallbacksBy(now int64) {
 }
 
 func (m *fuzzModel) handleOf(r runRecord) *fuzzHandle {
+	if r.task != nil {
+		return m.byTask[r.task]
+	}
 	if r.to == nil && r.id >= 0 {
 		return m.handles[r.id] // AfterFunc's and Every's tasks get no timeout
 	}
@@ -882,6 +996,9 @@ func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
 	if r.at < h.deadline && h.period == 0 {
 		m.fatalf("#%d ran early", h.id) // the model would be wrong
 	}
+	if r.timer != nil && r.timer != m.tm && !(m.pool && m.latest[h.to] != h) {
+		m.fatalf("#%d: Timer() in its run is not the Timer it runs on", h.id)
+	}
 	h.runs++
 	if h.period != 0 {
 		// Deadline reports this run's due time until it returns. A run
@@ -898,6 +1015,7 @@ func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
 				m.fatalf("Cancel from inside the run of periodic #%d returned false", h.id)
 			}
 			m.cancelled(h)
+			h.cancelledInRun = true
 			h.cancelAt = r.at
 			if h.cb {
 				h.cbBound = unknownBound // when the run comes back
@@ -918,6 +1036,8 @@ func (m *fuzzModel) ran(h *fuzzHandle, r runRecord) {
 		// Otherwise a task handed to the pool before a Stop runs after it.
 	case kindChain:
 		m.chained(h, r)
+	case kindRearm:
+		m.rearmed(h, r, true)
 	}
 }
 
@@ -932,7 +1052,7 @@ func (m *fuzzModel) stoppedFromTask() {
 		}
 	}
 	for _, x := range m.handles {
-		if x.state == statePending {
+		if x.state == statePending && !x.elsewhere {
 			x.state, x.byStop = stateCancelled, true
 		}
 	}
@@ -942,7 +1062,7 @@ func (m *fuzzModel) stoppedFromTask() {
 		return
 	}
 	for _, x := range m.handles {
-		if x.cbWant && x.cbGot == 0 {
+		if x.cbWant && x.cbGot == 0 && !x.elsewhere {
 			x.cbBound = min(x.cbBound, m.now) // before the worker exits
 		}
 	}
@@ -970,6 +1090,7 @@ func (m *fuzzModel) rearmAt(at, tick int64) {
 			continue
 		}
 		h.running, h.returned = false, false
+		h.takenBackAt = at
 		if h.state == stateCancelled {
 			if h.cbWant && h.cbBound == unknownBound {
 				h.cbBound = at
@@ -995,10 +1116,7 @@ func (m *fuzzModel) chained(parent *fuzzHandle, r runRecord) {
 	if m.stop != stopNone {
 		wantErr = hashedwheel.ErrTimerStopped
 	}
-	if m.pool && (errors.Is(r.childErr, hashedwheel.ErrTooManyPendingTimeouts) ||
-		errors.Is(r.childErr, hashedwheel.ErrTimerStopped) && m.anyStopTask()) {
-		// On the pool the worker may expire more of the tick meanwhile,
-		// and a task on another pool goroutine may stop the timer.
+	if m.poolMay(r.childErr) {
 		wantErr = r.childErr
 	}
 	if !errors.Is(r.childErr, wantErr) || (wantErr == nil && r.childErr != nil) {
@@ -1016,6 +1134,16 @@ func (m *fuzzModel) chained(parent *fuzzHandle, r runRecord) {
 	m.add(h)
 	m.tracef("  task #%d: NewTimeout(plain #%d, %v)", parent.id, h.id, parent.chainDelay)
 	m.checkDeadline(h)
+}
+
+// poolMay reports whether err, returned to a task on the pool that scheduled
+// a timeout, may be right whatever the model expected: the worker may expire
+// more of the tick meanwhile, and a task on another pool goroutine may stop
+// the timer, before or after the call, whatever the order of their records.
+func (m *fuzzModel) poolMay(err error) bool {
+	return m.pool && (errors.Is(err, hashedwheel.ErrTooManyPendingTimeouts) ||
+		errors.Is(err, hashedwheel.ErrTimerStopped) && m.anyStopTask() ||
+		err == nil && m.stop == stopFromTask)
 }
 
 func (m *fuzzModel) anyStopTask() bool {
@@ -1036,7 +1164,16 @@ func (m *fuzzModel) check() {
 	if got := m.tm.PendingTimeouts(); got != wantPending {
 		m.fatalf("PendingTimeouts() = %d, want %d", got, wantPending)
 	}
+	if m.other != nil {
+		if got, want := m.other.PendingTimeouts(), m.pendingOther(); got != want {
+			m.fatalf("PendingTimeouts() of the second Timer = %d, want %d", got, want)
+		}
+	}
+	m.checkSessions()
 	for _, h := range m.handles {
+		if m.latest[h.to] != h {
+			continue // the Timeout reports a later arm
+		}
 		expired, cancelled := h.to.IsExpired(), h.to.IsCancelled()
 		want := h.state
 		switch {
@@ -1045,7 +1182,7 @@ func (m *fuzzModel) check() {
 				m.fatalf("#%d: both expired and cancelled", h.id)
 			}
 			continue
-		case m.stop == stopWaiting && h.state == statePending && cancelled:
+		case m.stop == stopWaiting && h.state == statePending && cancelled && !h.elsewhere:
 			// Stop may cancel the pending timeouts before it returns.
 			want = stateCancelled
 		case m.stop == stopFromTask && m.pool && !m.poolExited && h.byStop && !expired && !cancelled:
@@ -1054,8 +1191,11 @@ func (m *fuzzModel) check() {
 		if expired != (want == stateExpired) || cancelled != (want == stateCancelled) {
 			m.fatalf("#%d: IsExpired() = %v, IsCancelled() = %v, want %s", h.id, expired, cancelled, stateName(want))
 		}
-		if h.state == statePending && m.stop == stopNone {
+		if h.state == statePending && (m.stop == stopNone || h.elsewhere) {
 			m.checkDeadline(h)
+		}
+		if h.to.Timer() != m.timerOf(h) {
+			m.fatalf("#%d: Timer() is not the timer it was armed on", h.id)
 		}
 	}
 }
@@ -1065,10 +1205,11 @@ func (m *fuzzModel) final() {
 	if m.stop == stopWaiting || len(m.stopCalls) > 0 {
 		m.fatalf("a Stop never returned")
 	}
+	m.stopOther()
 	for _, h := range m.handles {
 		expired, cancelled := h.to.IsExpired(), h.to.IsCancelled()
 		switch {
-		case h.uncertain:
+		case h.uncertain && m.latest[h.to] == h:
 			if expired == cancelled {
 				m.fatalf("#%d, left by a Stop from a task, is expired %v and cancelled %v", h.id, expired, cancelled)
 			}
@@ -1092,6 +1233,25 @@ func (m *fuzzModel) final() {
 	if m.owned {
 		m.finalOwned()
 	}
+	m.checkStats()
+}
+
+// checkStats checks, once the Timer is stopped and every task has returned,
+// that Stats agrees with the model: every run counted in Expired, every arm
+// cancelled (by Cancel, by Stop, or by Cancel and then armed again in place
+// before the worker saw it) in Cancelled, none pending.
+func (m *fuzzModel) checkStats() {
+	var cancelled uint64
+	for _, h := range m.handles {
+		// An uncertain one has ended cancelled: final checked it.
+		if (h.state == stateCancelled || h.uncertain) && !h.elsewhere {
+			cancelled++
+		}
+	}
+	s := m.tm.Stats()
+	if s.Expired != uint64(m.runs) || s.Cancelled != cancelled || s.Pending != 0 {
+		m.fatalf("Stats() = %+v; want Expired %d, Cancelled %d, Pending 0", s, m.runs, cancelled)
+	}
 }
 
 // addSat returns a+b, for a, b >= 0, saturated at math.MaxInt64.
@@ -1108,22 +1268,41 @@ func addSat(a, b int64) int64 {
 type fuzzTask struct {
 	m          *fuzzModel
 	id, kind   int
+	cb         bool // it is a CancelledTask: task returns a fuzzCallbackTask
 	release    chan struct{}
 	chainDelay time.Duration
 	selfCancel int32
 	selfReset  bool
 	runs       atomic.Int32
+
+	// kindRearm: see rearm.
+	rearms     int           // arms of its own Timeout left to make, itself included
+	rearmMode  int           // what it does once it has armed it
+	rearmDelay time.Duration // the delay of each arm it makes
+	resetDelay time.Duration // rearmMode 1: the delay Reset moves the new arm to
+}
+
+// task returns ft as the task to schedule.
+func (ft *fuzzTask) task() hashedwheel.TimerTask {
+	if ft.cb {
+		return fuzzCallbackTask{ft}
+	}
+	return ft
 }
 
 func (ft *fuzzTask) Run(to *hashedwheel.Timeout) {
 	m := ft.m
-	r := runRecord{id: ft.id, to: to, at: m.since()}
+	// The timeout's Timer is the one it runs on, unless, its run handed to
+	// the pool, it was scheduled on the second Timer meanwhile.
+	r := runRecord{id: ft.id, task: ft, to: to, at: m.since(), timer: to.Timer()}
 	run := ft.runs.Add(1)
 	switch ft.kind {
+	case kindRearm:
+		ft.rearm(to, &r, true)
 	case kindChain:
-		r.child, r.childErr = to.Timer().NewTimeout(m.childTask(), ft.chainDelay)
+		r.child, r.childErr = m.tm.NewTimeout(m.childTask(), ft.chainDelay)
 	case kindStop:
-		r.stopped = to.Timer().Stop()
+		r.stopped = m.tm.Stop()
 	case kindPeriod:
 		if ft.selfReset {
 			r.selfReset = to.Reset(0)
@@ -1151,7 +1330,10 @@ func (ft *fuzzTask) Run(to *hashedwheel.Timeout) {
 type fuzzCallbackTask struct{ *fuzzTask }
 
 func (ft fuzzCallbackTask) Cancelled(to *hashedwheel.Timeout) {
-	ft.m.record(runRecord{id: ft.id, to: to, at: ft.m.since(), cancelled: true})
+	r := runRecord{id: ft.id, task: ft.fuzzTask, to: to, at: ft.m.since(), cancelled: true}
+	r.other = ft.m.other != nil && to.Timer() == ft.m.other
+	ft.rearm(to, &r, false)
+	ft.m.record(r)
 }
 
 func tickEnd(tick, T int64) int64 {

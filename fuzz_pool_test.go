@@ -63,6 +63,7 @@ func (m *fuzzModel) maybeFinishStop() {
 func (m *fuzzModel) handOut() {
 	for _, h := range m.inTick {
 		h.state = stateExpired
+		h.out = h.period == 0
 	}
 	m.queue = append(m.queue, m.inTick)
 	m.inTick = nil
@@ -103,6 +104,27 @@ func (m *fuzzModel) startPooled(at int64) {
 		m.ran(h, r)
 		if h.kind == kindBlock && !h.released {
 			m.busy = append(m.busy, h)
+		} else {
+			m.runReturned(h, at)
+		}
+	}
+}
+
+// runReturned is the return of the pooled run of one-shot arm h at time at.
+// An arm of the same Timeout made while it was out (see scheduleOn) reaches
+// the worker now: it runs at the first tick the worker processes that ends
+// after its deadline and after at, and, if it was cancelled meanwhile, its
+// Cancelled call comes by the end of the tick that at is in.
+func (m *fuzzModel) runReturned(h *fuzzHandle, at int64) {
+	h.out = false
+	for _, w := range m.handles {
+		if w.waitRun != h {
+			continue
+		}
+		w.waitRun = nil
+		w.dueTick = max(w.deadline/m.tick, at/m.tick)
+		if w.cbWant && w.cbBound == unknownBound && m.stop == stopNone {
+			w.cbBound = tickEnd(at/m.tick, m.tick)
 		}
 	}
 }

@@ -12,10 +12,20 @@ import (
 // FuzzTimer decodes its input into a sequence of operations on one Timer,
 // runs them on the fake clock of a synctest bubble, and checks every result
 // against a reference model: every run time, exactly; every return value of
-// NewTimeout, NewPeriodicTimeout, Cancel, Reset and Stop; IsExpired,
-// IsCancelled, Deadline and PendingTimeouts after every operation; every
-// CancelledTask call; and at the end that every timeout ran exactly once or
-// was cancelled exactly once.
+// NewTimeout, NewPeriodicTimeout, Schedule, Cancel, Reset and Stop;
+// IsExpired, IsCancelled, Deadline, Task, Timer and PendingTimeouts after
+// every operation; every CancelledTask call; and at the end that every arm
+// of every timeout ran exactly once or was cancelled exactly once, and that
+// Stats counts each.
+//
+// Timeouts are reused (guarantee 21, fuzz_reuse_test.go): Schedule arms the
+// Timeouts of a few sessions, and those that NewTimeout and AfterFunc made,
+// again once they have ended, with tasks that may schedule their own
+// Timeout again from inside their run (and Reset or Cancel the new arm,
+// and arm it again in place) or from inside their Cancelled call; Cancel
+// and Reset act on the latest arm. A second Timer, made WithoutWorker and
+// driven by the test goroutine, takes Timeouts over once the first has
+// taken in their end.
 //
 // The model does not share the worker's code. It knows only the contract: a
 // timeout with deadline d (nanoseconds since Start) belongs to tick d/tick,
@@ -33,7 +43,10 @@ import (
 // testdata/fuzz/FuzzTimer start from hand-made sequences: edge delays, a
 // blocked worker that catches up or that Stop waits for, Stop from a task,
 // the pending limit, panicking tasks and runtime.Goexit, Reset, periodic
-// timeouts with a slow run, cancel callbacks.
+// timeouts with a slow run, cancel callbacks; and, named reuse-..., the
+// sessions' Timeouts scheduled, revived, re-armed from their own runs and
+// Cancelled calls, re-armed while their run blocks the worker, and moved
+// between two Timers.
 func FuzzTimer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) {
@@ -45,7 +58,10 @@ func FuzzTimer(f *testing.F) {
 // FuzzTimerPool is FuzzTimer with WithTaskWorkers: tasks run on a pool of one
 // or two goroutines, so a blocking task holds one of them, not the worker;
 // tasks handed out while all are held wait, in the order handed out, and run
-// when one is released. Periodic timeouts are left to FuzzTimer: when a run on
+// when one is released. A Timeout scheduled again while the run of its
+// previous arm is out (blocked, or waiting for a pool goroutine) reaches the
+// worker when that run returns, and runs at the first tick that ends after
+// both its deadline and that return. Periodic timeouts are left to FuzzTimer: when a run on
 // the pool has returned, the worker takes the timeout back at its next
 // wake-up, which the contract leaves open.
 func FuzzTimerPool(f *testing.F) {
@@ -85,7 +101,7 @@ func FuzzTimerPool(f *testing.F) {
 // The seeds in testdata/fuzz/FuzzTimerOwned start from hand-made sequences:
 // a blocked owner that catches up, Stop while a task blocks it and from a
 // task, periodic catch-up in calls that cover several ticks, runtime.Goexit,
-// chains, Reset, the executor and the polling owner.
+// chains, Reset, the executor and the polling owner; and reused Timeouts.
 func FuzzTimerOwned(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		synctest.Test(t, func(t *testing.T) {
@@ -126,7 +142,8 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 		hashedwheel.WithMaxPendingTimeouts(limit),
 		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)),
 	}
-	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, byTO: make(map[*hashedwheel.Timeout]*fuzzHandle)}
+	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, byTO: make(map[*hashedwheel.Timeout]*fuzzHandle),
+		latest: make(map[*hashedwheel.Timeout]*fuzzHandle), byTask: make(map[*fuzzTask]*fuzzHandle)}
 	m.pool, m.owned = pool, owned
 	if owned {
 		opts = append(opts, hashedwheel.WithoutWorker())
@@ -165,6 +182,16 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 		t.Fatalf("Start: %v", err)
 	}
 	m.start = time.Now()
+	// The second Timer, to which the sessions' Timeouts move: same tick,
+	// same start on the fake clock, no worker.
+	m.other, err = hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(tick),
+		hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil {
+		err = m.other.Start()
+	}
+	if err != nil {
+		t.Fatalf("the second Timer: %v", err)
+	}
 	// Whatever fails, let every goroutine of the bubble end.
 	t.Cleanup(func() {
 		for _, h := range m.handles {
@@ -174,6 +201,7 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 			}
 		}
 		tm.Stop()
+		m.other.Stop()
 		if m.owner != nil {
 			m.owner.poke() // its next Advance returns ErrTimerStopped, and it ends
 		}

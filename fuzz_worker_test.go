@@ -19,6 +19,8 @@ import (
 // will cancel once a blocked task lets it exit: pending until then.
 func (m *fuzzModel) stopOpen(h *fuzzHandle) bool {
 	switch {
+	case h.elsewhere:
+		return false
 	case h.uncertain:
 		return true
 	case m.stop == stopWaiting:
@@ -84,6 +86,18 @@ func (m *fuzzModel) stopOp() {
 	m.settle()
 }
 
+// tickDone is the end of the tick the worker was processing, at curAt: the
+// Cancelled calls of the arms that tasks cancelled during it come once it
+// takes them in, at once or at the end of the tick that curAt is in.
+func (m *fuzzModel) tickDone() {
+	for _, x := range m.handles {
+		if x.cbAfterRun && x.cbBound == unknownBound {
+			x.cbBound = tickEnd(m.curAt/m.tick, m.tick)
+		}
+		x.cbAfterRun = false
+	}
+}
+
 // settle brings the model's worker up to now, matching each run the timer
 // recorded with a timeout that is due, and fails on any run left over.
 func (m *fuzzModel) settle() {
@@ -92,11 +106,14 @@ func (m *fuzzModel) settle() {
 	}
 	for m.workerFree() && !m.owned {
 		if len(m.inTick) == 0 {
+			m.tickDone()
+			// A Cancelled call may have armed its Timeout again.
+			m.consumeCallbacks()
 			m.rearm(m.curAt)
 			// The next tick with something due, if it has ended.
 			next := int64(math.MaxInt64)
 			for _, h := range m.handles {
-				if h.state == statePending && !h.running {
+				if h.ready() {
 					next = min(next, h.dueTick)
 				}
 			}
@@ -106,7 +123,7 @@ func (m *fuzzModel) settle() {
 			m.curTick = next
 			m.curAt = max(tickEnd(next, m.tick), m.freeAt)
 			for _, h := range m.handles {
-				if h.state == statePending && !h.running && h.dueTick <= next {
+				if h.ready() && h.dueTick <= next {
 					m.inTick = append(m.inTick, h)
 				}
 			}
@@ -136,7 +153,7 @@ func (m *fuzzModel) settle() {
 		// tick it processed once free, at once if it was behind. (The
 		// owner's model sets them as the call that held them up ends.)
 		for _, x := range m.handles {
-			if x.cbWant && x.cbBound == unknownBound && !m.owned {
+			if x.cbWant && x.cbBound == unknownBound && !m.owned && x.waitRun == nil && !x.cbAfterRun {
 				x.cbBound = max(tickEnd(m.blockTick+1, m.tick), m.freeAt)
 			}
 		}
