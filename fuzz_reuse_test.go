@@ -22,13 +22,14 @@ import (
 // changing nothing, while the latest arm is pending, or was cancelled by
 // Cancel with a Cancelled call not yet made, or is a periodic run cancelled
 // while out and not yet taken back, or was cancelled on the other Timer,
-// which has not taken the cancel in; otherwise a new arm at once (a
-// cancelled one revived in place on its own Timer), which the Timeout
-// reports from then on, and which runs by the rules of a NewTimeout made at
-// that moment. The one exception is the pool: an arm made while an earlier
-// arm's run is out reaches the worker when that run returns (see
-// fuzzModel.runReturned), as runs of one Timeout never overlap. Stats counts
-// every arm cancelled, revived in place or not.
+// which has not taken the cancel in; on the other Timer, also while a run
+// of the Timeout is out. Otherwise a new arm at once (a cancelled one
+// revived in place on its own Timer), which the Timeout reports from then
+// on, and which runs by the rules of a NewTimeout made at that moment. The
+// one exception is the pool: an arm made while an earlier arm's run is out
+// reaches the worker when that run returns (see fuzzModel.runReturned), as
+// runs of one Timeout never overlap. Stats counts every arm cancelled,
+// revived in place or not.
 
 // numSessions is the number of Timeouts the model owns, as a server's
 // sessions would: the zero Timeout at first, reused for arm after arm.
@@ -203,7 +204,8 @@ func kindName(kind int, h *fuzzHandle) string {
 }
 
 // armWant returns the error that Schedule of to must return now, given its
-// latest arm p (nil if never armed), nil if it must arm it. maybePending
+// latest arm p (nil if never armed), nil if it must arm it. On the second
+// Timer (onOther) that waits for a run of to on the first to return. maybePending
 // says it may also return ErrTimeoutPending: p is a periodic timeout that
 // Cancel cancelled during a run, or after a run that the worker (or the
 // polling owner, at its next poll) may not have taken back yet; or p was
@@ -233,9 +235,11 @@ func (m *fuzzModel) armWant(to *hashedwheel.Timeout, p *fuzzHandle, nilTask, onO
 		case p.cancelledInRun, p.period != 0 && (p.running || m.now < p.takenBackAt):
 			maybePending = true
 		}
-		// A cancelled Timeout moves to another Timer once its own has
-		// taken the cancel in.
+		// A Timeout moves to another Timer once its run there has
+		// returned, or once that Timer has taken its cancel in.
 		switch {
+		case onOther && m.runOut(to):
+			return hashedwheel.ErrTimeoutPending, false
 		case p.state != stateCancelled || p.elsewhere == onOther:
 		case p.elsewhere && !p.takenIn:
 			return hashedwheel.ErrTimeoutPending, false
@@ -281,16 +285,16 @@ func (m *fuzzModel) pendingOther() int64 {
 	return n
 }
 
-// runOut reports whether the run of an earlier arm of to is out: on the
-// pool, or blocking the worker (or the owner). An arm on the second Timer
-// made meanwhile reaches it when that run returns.
+// runOut reports whether the run of an arm of to is out: on the pool, or
+// blocking the worker (or the owner). Schedule on the second Timer waits
+// for it to return.
 func (m *fuzzModel) runOut(to *hashedwheel.Timeout) bool {
 	return m.outArm(to) != nil || m.blockedBy != nil && m.blockedBy.to == to && m.blockedBy.period == 0
 }
 
 // takeInOther calls NextDeadline on the second Timer, which takes in what
-// was scheduled, reset and cancelled there (not what waits for a run on the
-// first), and makes the Cancelled calls owed, here.
+// was scheduled, reset and cancelled there, and makes the Cancelled calls
+// owed, here.
 func (m *fuzzModel) takeInOther() {
 	m.tracef("the second Timer's NextDeadline()")
 	at, ok := m.other.NextDeadline()
@@ -298,7 +302,7 @@ func (m *fuzzModel) takeInOther() {
 		m.fatalf("NextDeadline() of the second Timer = %v, %v with %d timeouts pending", at.Sub(m.start), ok, pending)
 	}
 	for _, h := range m.handles {
-		if h.elsewhere && h.state == stateCancelled && !h.takenIn && !m.runOut(h.to) {
+		if h.elsewhere && h.state == stateCancelled && !h.takenIn {
 			h.takenIn = true
 			if h.cbWant {
 				h.cbBound = m.now

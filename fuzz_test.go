@@ -25,7 +25,7 @@ import (
 // and arm it again in place) or from inside their Cancelled call; Cancel
 // and Reset act on the latest arm. A second Timer, made WithoutWorker and
 // driven by the test goroutine, takes Timeouts over once the first has
-// taken in their end.
+// taken in their end and their run has returned.
 //
 // The model does not share the worker's code. It knows only the contract: a
 // timeout with deadline d (nanoseconds since Start) belongs to tick d/tick,
