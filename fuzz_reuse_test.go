@@ -110,6 +110,10 @@ func (m *fuzzModel) unarmed(to *hashedwheel.Timeout, call string) {
 // many arms it makes (one or three). onOther schedules it on the second
 // Timer, which runs nothing, with a plain task.
 func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther bool) {
+	// The Cancelled calls made and not yet seen (a stopped worker that
+	// waits for a blocked task makes them before it waits): Schedule
+	// refuses a Timeout whose call is owed.
+	m.consumeCallbacks()
 	to, p := m.target(tb)
 	kind := scheduleKinds[kindByte&15]
 	tm := m.tm
