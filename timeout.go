@@ -274,9 +274,10 @@ func (to *Timeout) Timer() *Timer { return to.timer.Load() }
 
 // Task returns the task the timeout runs. For a timeout made by
 // [Timer.AfterFunc] or [Timer.Every] it is a [TimerTask] that calls the
-// function. Called while a [Timer.Schedule] of the same Timeout arms it, it
-// races with that Schedule: call it from the goroutines that schedule it, or
-// from the task.
+// function. A Schedule of the same Timeout (by any goroutine, its own task
+// included) writes the task: Task called while one may run is a data race.
+// Call it where no Schedule of that Timeout can happen meanwhile, such as
+// from its task before the task arms it again.
 //
 // See the example of [Timer.NewTimeout].
 func (to *Timeout) Task() TimerTask {
@@ -387,7 +388,7 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 
 // String describes the timeout: how far its deadline is, whether it was
 // cancelled, and its task, in the form of Netty's HashedWheelTimeout.
-// Called while a [Timer.Schedule] of the same Timeout arms it, it races with
+// Called while a [Timer.Schedule] of the same Timeout may run, it races with
 // that Schedule, as [Timeout.Task] does.
 //
 // No example shows it: it is what fmt prints for a Timeout.
