@@ -69,7 +69,7 @@ func (rep *Report) readmeRows() []readmeRow {
 		return "wheel-lazy"
 	}
 	if sc := rep.scenario("eventloop-idle"); sc != nil {
-		conns, _ := rep.value(sc.Name, 0, sc.base(), "conns")
+		conns := rep.conns(sc, sc.base())
 		job := fmt.Sprintf("gnet server, %s mostly idle connections, pinged after %v quiet, closed when silent", num(conns, 0), dur(p.IdlePing))
 		rows = append(rows,
 			readmeRow{job, "a min-heap swept in `OnTick`", "server CPU (cores); the wheel driven by the loop, one timeout per connection", "eventloop-idle", 0, loopWheel("eventloop-idle"), "heap", "cores"},
@@ -77,7 +77,7 @@ func (rep *Report) readmeRows() []readmeRow {
 		)
 	}
 	if sc := rep.scenario("eventloop-busy"); sc != nil {
-		conns, _ := rep.value(sc.Name, 0, sc.base(), "conns")
+		conns := rep.conns(sc, sc.base())
 		job := fmt.Sprintf("gnet server, %s busy connections, a message each every %v", num(conns, 0), dur(p.BusyLimit/4))
 		rows = append(rows,
 			readmeRow{job, "a min-heap swept in `OnTick`", "server CPU per message; the wheel as above", "eventloop-busy", 0, loopWheel("eventloop-busy"), "heap", "cpu_us_msg"},

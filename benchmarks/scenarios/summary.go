@@ -137,10 +137,7 @@ func (rep *Report) summary() string {
 			where = fmt.Sprintf("[Event loop, busy](#event-loop-busy-gnet) (gnet, %s connections, idle limit %v, a message every %v)", num(float64(p.BusyConns), 0), dur(p.BusyLimit), dur(p.BusyLimit/4))
 			metric, what, unit, prec = "cpu_us_msg", "server CPU per message", " µs", 2
 		case regimeIdle:
-			conns := 0.0
-			if v, ok := rep.value(sc.Name, 0, "wheel", "conns"); ok {
-				conns = v
-			}
+			conns := rep.conns(sc, "wheel")
 			where = fmt.Sprintf("[Event loop, mostly idle](#event-loop-mostly-idle-gnet) (gnet, %s connections, pings every %v)", num(conns, 0), dur(p.IdlePing))
 			metric, what, unit, prec = "cores", "server CPU", " cores", 3
 		}
