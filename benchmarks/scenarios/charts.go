@@ -162,7 +162,7 @@ func eventLoopCPUChart(path string, rep *Report) error {
 	for _, r := range []regime{regimeBusy, regimeIdle} {
 		if sc := rep.scenario("eventloop-" + string(r)); sc != nil {
 			groups = append(groups, sc)
-			conns, _ := rep.value(sc.Name, 0, sc.base(), "conns")
+			conns := rep.conns(sc, sc.base())
 			names = append(names, fmt.Sprintf("%s: %s connections", r, num(conns, 0)))
 		}
 	}

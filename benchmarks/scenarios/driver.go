@@ -173,7 +173,7 @@ func drive(out, readme string, quick bool, p params, names, variants []string) (
 							status = "HARD CHECK FAILED: " + strings.Join(o.Violations, "; ")
 						}
 					}
-					fmt.Fprintf(os.Stderr, "round %d/%d  %-15s %-9s %-22s %6.1fs  %s\n",
+					fmt.Fprintf(os.Stderr, "round %d/%d  %-15s %-9s %-40s %6.1fs  %s\n",
 						k+1, p.Rounds, sc.Name, caseName(sc.Name, c), v.Label, time.Since(t0).Seconds(), status)
 				}
 			}

@@ -43,6 +43,7 @@ func eventLoopScenario(p params, r regime) *scenario {
 			{ID: "wheel", Label: "hashedwheel", API: "Timer.AfterFunc + Timeout.Reset in OnTraffic (idle); Timer.Every + Timeout.Reset on each write (ping); tasks call Conn.Close and Conn.AsyncWrite"},
 			{ID: "wheel-owner", Label: "hashedwheel, loop-driven", API: "a Timer per event loop made WithoutWorker: AfterFunc + Reset (idle), Every + Reset (ping) as above; OnTick hands a loop whose NextDeadline has come a sweep (EventLoop.Execute) that calls Advance, and the tasks close and write on the loop"},
 			{ID: "wheel-lazy", Label: "hashedwheel, loop-driven, lazy", API: "a Timer per event loop made WithoutWorker, driven as above, with one timeout per connection and nothing done on traffic: the connection is the task, which kicks or pings when due and schedules its next look with NewTimeout, as the heap variant re-arms"},
+			{ID: "wheel-schedule", Label: "hashedwheel, loop-driven, lazy, Schedule", API: "as the lazy variant, with the timeout in the connection: each connection embeds one Timeout and is its task, which kicks or pings when due and schedules its Timeout again with Timer.Schedule (no allocation per look)"},
 			{ID: "heap", Label: "min-heap in OnTick", API: "two min-heaps per event loop (idle, ping), re-armed lazily; OnTick hands each loop with something due a sweep (EventLoop.Execute), which closes and writes on the loop"},
 			{ID: "afterfunc", Label: "time.AfterFunc", API: "time.AfterFunc + Timer.Reset per connection (idle, ping); callbacks call Conn.Close and Conn.AsyncWrite", Base: true},
 		},
@@ -340,6 +341,10 @@ func runGnetServerRole(b []byte) error {
 		return serveGnet(spec, func(s *gnetServer[wheelConn]) (timers[wheelConn], error) { return newOwnerTimers(s), nil })
 	case "wheel-lazy":
 		return serveGnet(spec, func(s *gnetServer[lazyTimersConn]) (timers[lazyTimersConn], error) { return newLazyTimers(s), nil })
+	case "wheel-schedule":
+		return serveGnet(spec, func(s *gnetServer[scheduleTimersConn]) (timers[scheduleTimersConn], error) {
+			return newScheduleTimers(s), nil
+		})
 	// A new variant: an implementation of timers[T] and a case here, and an
 	// entry in eventLoopScenario's Variants.
 	default:

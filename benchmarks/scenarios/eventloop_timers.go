@@ -188,8 +188,8 @@ func (o *ownerTimers) closed(cs *conn[wheelConn]) { cs.tm.cancelTimers() }
 // is no closure; when it runs, inside Advance on the loop, it kicks the
 // connection if it has been silent for its limit, pings it if nothing was
 // written to it for the ping interval, and schedules its next look at the
-// earlier of the two deadlines, with a new timeout (a run timeout cannot be
-// re-armed).
+// earlier of the two deadlines, with a new timeout from NewTimeout
+// (scheduleTimers re-arms the one it has instead).
 type lazyTimers struct {
 	loopTimers[lazyTimersConn]
 }
@@ -231,15 +231,25 @@ func (l *lazyTimers) closed(cs *conn[lazyTimersConn]) {
 func (lc *lazyTimersConn) Run(*hashedwheel.Timeout) {
 	cs := lc.cs
 	ol := cs.loop.data.(*ownerTimersLoop)
-	s := ol.lazy.s
+	if next, ok := lookTimers(ol.lazy.s, cs); ok {
+		lc.to, _ = ol.t.NewTimeout(lc, next)
+	}
+}
+
+// lookTimers is the lazy variants' look at a connection, on its loop: it
+// kicks the connection if it has been silent for its limit, pings it if
+// nothing was written to it for the ping interval, and returns when to look
+// again, from now: the earlier of the two deadlines. It returns false if
+// the connection is closed or it kicked it.
+func lookTimers[T any](s *gnetServer[T], cs *conn[T]) (time.Duration, bool) {
 	if cs.closed.Load() {
-		return
+		return 0, false
 	}
 	now := s.now()
 	next := cs.lastMsg + cs.limit
 	if now >= next {
 		s.kickOnLoop(cs)
-		return
+		return 0, false
 	}
 	if ping := int64(s.spec.Ping); ping > 0 {
 		at := cs.lastWrite + ping
@@ -249,19 +259,72 @@ func (lc *lazyTimersConn) Run(*hashedwheel.Timeout) {
 		}
 		next = min(next, at)
 	}
-	lc.to, _ = ol.t.NewTimeout(lc, time.Duration(next-now))
+	return time.Duration(next - now), true
 }
 
-// loopTimers is how both loop-driven variants drive their Timers. gnet's
+// scheduleTimers: the lazy variant with the timeout in the connection. Each
+// connection embeds one hashedwheel.Timeout, and the connection itself is
+// its task (scheduleTimersTask: the same struct, under a type with a Run
+// method), so there is no Timeout of its own to allocate, no closure and no
+// pointer back. When it runs, inside Advance on the loop, it looks at the
+// connection as the lazy variant's task does, and schedules its own Timeout
+// again with Timer.Schedule: nothing is allocated per look.
+type scheduleTimers struct {
+	loopTimers[scheduleTimersConn]
+}
+
+// scheduleTimersConn is what the variant keeps in a connection: its one
+// timeout, armed on the connection's loop only.
+type scheduleTimersConn struct {
+	to hashedwheel.Timeout
+}
+
+// scheduleTimersTask is a connection seen as its timeout's task.
+type scheduleTimersTask conn[scheduleTimersConn]
+
+func newScheduleTimers(s *gnetServer[scheduleTimersConn]) *scheduleTimers {
+	st := &scheduleTimers{loopTimers[scheduleTimersConn]{s: s, ctx: context.Background()}}
+	st.sched = st
+	return st
+}
+
+func (st *scheduleTimers) opened(cs *conn[scheduleTimersConn]) {
+	ol := cs.loop.data.(*ownerTimersLoop)
+	next := time.Duration(cs.limit)
+	if st.s.spec.Ping > 0 {
+		next = min(next, st.s.spec.Ping)
+	}
+	_ = ol.t.Schedule(&cs.tm.to, (*scheduleTimersTask)(cs), next)
+	st.publishTimers(ol)
+}
+
+// traffic has nothing to do, as in the lazy variant.
+func (st *scheduleTimers) traffic(*conn[scheduleTimersConn]) bool { return true }
+
+func (st *scheduleTimers) closed(cs *conn[scheduleTimersConn]) { cs.tm.to.Cancel() }
+
+// Run is the connection's look at its deadlines, on the loop. Its Timeout
+// has expired once its run is handed out, so Schedule arms it again from
+// here; it fails only once the Timer is stopped, at shutdown.
+func (t *scheduleTimersTask) Run(to *hashedwheel.Timeout) {
+	cs := (*conn[scheduleTimersConn])(t)
+	ol := cs.loop.data.(*ownerTimersLoop)
+	if next, ok := lookTimers(ol.sched.s, cs); ok {
+		_ = ol.t.Schedule(to, t, next)
+	}
+}
+
+// loopTimers is how the loop-driven variants drive their Timers. gnet's
 // OnTick runs on a goroutine of its own, so, as for the heap, OnTick hands a
 // loop whose next deadline has come a sweep (EventLoop.Execute) that calls
 // Advance; the loop publishes NextDeadline after each sweep and after each
 // connection it opens, and OnTick sleeps until the earliest of them, at most
 // a tick.
 type loopTimers[T any] struct {
-	s    *gnetServer[T]
-	ctx  context.Context
-	lazy *lazyTimers // the lazy variant, for its tasks; nil in the other
+	s     *gnetServer[T]
+	ctx   context.Context
+	lazy  *lazyTimers     // the lazy variant, for its tasks; nil in the others
+	sched *scheduleTimers // the Schedule variant, for its tasks; nil in the others
 }
 
 // ownerTimersLoop is one event loop's Timer.
@@ -272,7 +335,8 @@ type ownerTimersLoop struct {
 	next   atomic.Int64
 	queued atomic.Bool // as in heapTimersLoop
 	sweep  gnet.Runnable
-	lazy   *lazyTimers // as in loopTimers
+	lazy   *lazyTimers     // as in loopTimers
+	sched  *scheduleTimers // as in loopTimers
 }
 
 func (o *loopTimers[T]) newLoop(*loopState[T]) any {
@@ -280,7 +344,7 @@ func (o *loopTimers[T]) newLoop(*loopState[T]) any {
 	if err != nil {
 		panic(err) // the options are constants
 	}
-	ol := &ownerTimersLoop{t: t, lazy: o.lazy}
+	ol := &ownerTimersLoop{t: t, lazy: o.lazy, sched: o.sched}
 	ol.next.Store(math.MaxInt64)
 	ol.sweep = gnet.RunnableFunc(func(context.Context) error {
 		ol.queued.Store(false)

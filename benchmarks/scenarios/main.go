@@ -8,9 +8,10 @@
 // The scenarios:
 //
 //   - sessions: N in-memory sessions, each with a heartbeat and an idle
-//     deadline re-armed on activity (Timer.Every and Timeout.Reset, against
-//     time.AfterFunc and Reset, and a time.Ticker and a goroutine per
-//     session);
+//     deadline re-armed on activity (Timer.Every and Timeout.Reset, or one
+//     Timeout in each session re-armed by its own task with Timer.Schedule,
+//     against time.AfterFunc and Reset, and a time.Ticker and a goroutine
+//     per session);
 //   - eventloop-busy and eventloop-idle: a github.com/panjf2000/gnet/v2 echo
 //     server that closes idle connections and pings quiet ones, with its
 //     clients in another process (the wheel, the min-heap gnet's maintainer

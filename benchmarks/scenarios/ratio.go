@@ -87,18 +87,21 @@ func (rep *Report) ratio(scenario string, c int, a, b, metric string) (*Ratio, b
 }
 
 // ratioPairs lists, per scenario, the variants each variant's figures are
-// compared with besides the scenario's base, and the figures compared: the
-// ratio columns of the tables and the comparisons of the summaries.
+// compared with besides the scenario's base, pairs of one variant against
+// another (a variant against the one it improves on), and the figures
+// compared: the ratio columns of the tables and the comparisons of the
+// summaries.
 var ratioPairs = map[string]struct {
 	against []string
+	pairs   [][2]string
 	metrics []string
 }{
-	"sessions":       {[]string{"goroutine"}, []string{"cores", "cpu_ns_beat", "rearm_ns_caller", "mem_per_session"}},
-	"eventloop-busy": {[]string{"heap"}, []string{"cores", "cpu_us_msg", "heap_per_conn"}},
-	"eventloop-idle": {[]string{"heap"}, []string{"cores", "cpu_us_msg", "heap_per_conn"}},
-	"goroutine":      {nil, []string{"cpu_us_msg"}},
-	"http":           {nil, []string{"cpu_us_req", "allocs_req"}},
-	"rpc":            {[]string{"context"}, []string{"cpu_ns_req"}},
+	"sessions":       {[]string{"goroutine"}, [][2]string{{"wheel-schedule", "wheel"}}, []string{"cores", "cpu_ns_beat", "rearm_ns_caller", "mem_per_session"}},
+	"eventloop-busy": {[]string{"heap"}, [][2]string{{"wheel-schedule", "wheel-lazy"}}, []string{"cores", "cpu_us_msg", "heap_per_conn"}},
+	"eventloop-idle": {[]string{"heap"}, [][2]string{{"wheel-schedule", "wheel-lazy"}}, []string{"cores", "cpu_us_msg", "heap_per_conn"}},
+	"goroutine":      {nil, nil, []string{"cpu_us_msg"}},
+	"http":           {nil, nil, []string{"cpu_us_req", "allocs_req"}},
+	"rpc":            {[]string{"context"}, nil, []string{"cpu_ns_req"}},
 }
 
 // computeRatios fills rep.Ratios, so that scenarios.json holds every ratio
@@ -118,6 +121,13 @@ func (rep *Report) computeRatios() {
 						if q, ok := rep.ratio(sc.Name, c, v.ID, b, m); ok {
 							rep.Ratios = append(rep.Ratios, q)
 						}
+					}
+				}
+			}
+			for _, pair := range pairs.pairs {
+				for _, m := range pairs.metrics {
+					if q, ok := rep.ratio(sc.Name, c, pair[0], pair[1], m); ok {
+						rep.Ratios = append(rep.Ratios, q)
 					}
 				}
 			}

@@ -26,7 +26,8 @@ type readmeRow struct {
 
 // readmeRows are the rows the run has, in the README's order. The variants
 // are fixed, not the cheapest of the run: in the event loops, the wheel
-// driven by the loop with one timeout per connection, as the README shows.
+// driven by the loop with one timeout per connection, as the README shows
+// (the one in the connection, re-armed with Schedule, if the run has it).
 func (rep *Report) readmeRows() []readmeRow {
 	p := rep.Params
 	var rows []readmeRow
@@ -43,6 +44,13 @@ func (rep *Report) readmeRows() []readmeRow {
 			readmeRow{"the same", "the same", "the caller's CPU per re-arm (`Timeout.Reset`)", "sessions", n, "wheel", "afterfunc", "rearm_ns_caller"},
 			readmeRow{"the same", "the same", "live heap and stacks per session after a GC, counting the goroutines `time.AfterFunc` callbacks left while they queued", "sessions", n, "wheel", "afterfunc", "mem_per_session"},
 		)
+		if rep.get("sessions", n, "wheel-schedule") != nil {
+			const measured = "one `Timeout` in each session, re-armed by its own task (`Timer.Schedule`): "
+			rows = append(rows,
+				readmeRow{"the same", "the same", measured + "process CPU per heartbeat", "sessions", n, "wheel-schedule", "afterfunc", "cpu_ns_beat"},
+				readmeRow{"the same", "the same", measured + "live heap and stacks per session", "sessions", n, "wheel-schedule", "afterfunc", "mem_per_session"},
+			)
+		}
 		if m := slices.Max(sc.Cases); m != n {
 			rows = append(rows, readmeRow{fmt.Sprintf("the same, %s sessions", num(float64(m), 0)), "`time.AfterFunc` re-armed", "process CPU (cores)", "sessions", m, "wheel", "afterfunc", "cores"})
 		}
@@ -54,20 +62,26 @@ func (rep *Report) readmeRows() []readmeRow {
 			readmeRow{"the same", "`time.AfterFunc`+`Stop`", "client CPU per request (`NewTimeout`+`Cancel`)", "rpc", 0, "wheel", "afterfunc", "cpu_ns_req"},
 		)
 	}
+	loopWheel := func(scenario string) string {
+		if rep.get(scenario, 0, "wheel-schedule") != nil {
+			return "wheel-schedule"
+		}
+		return "wheel-lazy"
+	}
 	if sc := rep.scenario("eventloop-idle"); sc != nil {
-		conns, _ := rep.value(sc.Name, 0, sc.base(), "conns")
+		conns := rep.conns(sc, sc.base())
 		job := fmt.Sprintf("gnet server, %s mostly idle connections, pinged after %v quiet, closed when silent", num(conns, 0), dur(p.IdlePing))
 		rows = append(rows,
-			readmeRow{job, "a min-heap swept in `OnTick`", "server CPU (cores); the wheel driven by the loop, one timeout per connection", "eventloop-idle", 0, "wheel-lazy", "heap", "cores"},
-			readmeRow{"the same", "`time.AfterFunc` per connection", "server CPU (cores)", "eventloop-idle", 0, "wheel-lazy", "afterfunc", "cores"},
+			readmeRow{job, "a min-heap swept in `OnTick`", "server CPU (cores); the wheel driven by the loop, one timeout per connection", "eventloop-idle", 0, loopWheel("eventloop-idle"), "heap", "cores"},
+			readmeRow{"the same", "`time.AfterFunc` per connection", "server CPU (cores)", "eventloop-idle", 0, loopWheel("eventloop-idle"), "afterfunc", "cores"},
 		)
 	}
 	if sc := rep.scenario("eventloop-busy"); sc != nil {
-		conns, _ := rep.value(sc.Name, 0, sc.base(), "conns")
+		conns := rep.conns(sc, sc.base())
 		job := fmt.Sprintf("gnet server, %s busy connections, a message each every %v", num(conns, 0), dur(p.BusyLimit/4))
 		rows = append(rows,
-			readmeRow{job, "a min-heap swept in `OnTick`", "server CPU per message; the wheel as above", "eventloop-busy", 0, "wheel-lazy", "heap", "cpu_us_msg"},
-			readmeRow{"the same", "`time.AfterFunc` per connection", "server CPU per message", "eventloop-busy", 0, "wheel-lazy", "afterfunc", "cpu_us_msg"},
+			readmeRow{job, "a min-heap swept in `OnTick`", "server CPU per message; the wheel as above", "eventloop-busy", 0, loopWheel("eventloop-busy"), "heap", "cpu_us_msg"},
+			readmeRow{"the same", "`time.AfterFunc` per connection", "server CPU per message", "eventloop-busy", 0, loopWheel("eventloop-busy"), "afterfunc", "cpu_us_msg"},
 		)
 	}
 	if rep.scenario("goroutine") != nil {

@@ -39,6 +39,21 @@ func (rep *Report) value(scenario string, c int, v, metric string) (float64, boo
 	return x, ok && !math.IsNaN(x)
 }
 
+// conns is the number of connections of a one-case scenario: the median of
+// the first of prefer that ran, else of the first variant that did, as a
+// run of some variants (-variants) may lack the preferred one; 0 if none.
+func (rep *Report) conns(sc *scenario, prefer ...string) float64 {
+	for _, v := range sc.Variants {
+		prefer = append(prefer, v.ID)
+	}
+	for _, id := range prefer {
+		if x, ok := rep.value(sc.Name, 0, id, "conns"); ok {
+			return x
+		}
+	}
+	return 0
+}
+
 func (sc *scenario) base() string {
 	for _, v := range sc.Variants {
 		if v.Base {
@@ -301,9 +316,8 @@ func (rep *Report) sessionsSection(b *strings.Builder, sc *scenario) {
 func (rep *Report) eventLoopSection(b *strings.Builder, sc *scenario, r regime) {
 	p := rep.Params
 	conns := p.BusyConns
-	res := rep.get(sc.Name, 0, sc.base())
-	if res != nil && res.Median != nil {
-		conns = int(res.Median["conns"])
+	if c := rep.conns(sc, sc.base()); c > 0 {
+		conns = int(c)
 	}
 	switch r {
 	case regimeBusy:

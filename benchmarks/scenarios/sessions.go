@@ -37,6 +37,7 @@ func sessionsScenario(p params) *scenario {
 		Title: "Sessions: heartbeats and idle deadlines in memory",
 		Variants: []variant{
 			{ID: "wheel", Label: "hashedwheel", API: "Timer.Every + Timer.AfterFunc, Timeout.Reset"},
+			{ID: "wheel-schedule", Label: "hashedwheel, Schedule", API: "one Timeout in each session, armed with Timer.Schedule; its task, the session, ends the session if idle, beats if due and schedules its Timeout again; activity stores its time in the session"},
 			{ID: "afterfunc", Label: "time.AfterFunc", API: "time.AfterFunc re-armed in its callback + time.AfterFunc, Timer.Reset", Base: true},
 			{ID: "goroutine", Label: "goroutine+Ticker", API: "a goroutine per session: time.Ticker + time.Timer in a select, Timer.Reset"},
 		},
@@ -249,6 +250,72 @@ func (w *wheelSessions) beats() (n int64) {
 	return n
 }
 
+// scheduleSessions: one hashedwheel.Timeout in each session, armed with
+// Timer.Schedule, whose task, the session, does both jobs: it ends the
+// session if it has seen no activity for the idle limit, beats if its
+// heartbeat is due (every period from when it was made, skipping those more
+// than a period late, as Timer.Every does), and schedules its own Timeout
+// again at the earlier of the next heartbeat and the idle deadline. Activity
+// only stores its time in the session, as the heap variant of the event
+// loop does; one Timer for all.
+type scheduleSessions struct {
+	t *hashedwheel.Timer
+	s []*scheduleSession
+}
+
+type scheduleSession struct {
+	sessionCore
+	// lastActive is when activity last came, in ns since sr.base: stored by
+	// the activity goroutine, read by the task.
+	lastActive atomic.Int64
+	nextBeat   int64 // when the next heartbeat is due, ns since sr.base; the task only
+	to         hashedwheel.Timeout
+}
+
+func (w *scheduleSessions) create(i int) error {
+	s := &scheduleSession{sessionCore: sessionCore{id: int32(i)}}
+	s.armed()
+	now := sr.now() // after armed: the idle deadline is never before the one the check expects
+	s.lastActive.Store(now)
+	s.nextBeat = now + int64(sr.Period)
+	w.s[i] = s
+	return w.t.Schedule(&s.to, s, sr.Period) // the heartbeat comes before the idle deadline
+}
+
+// Run is the session's look at its deadlines. Its Timeout has expired once
+// its run is handed out, so Schedule arms it again from here; it fails only
+// once the Timer is stopped.
+func (s *scheduleSession) Run(to *hashedwheel.Timeout) {
+	now := sr.now()
+	idle := s.lastActive.Load() + int64(sr.IdleLimit)
+	if now >= idle {
+		s.expired()
+		return
+	}
+	if now >= s.nextBeat {
+		s.heartbeat()
+		p := int64(sr.Period)
+		s.nextBeat += p
+		if s.nextBeat <= now { // more than a period late: skip the missed ones
+			s.nextBeat += (now - s.nextBeat + p) / p * p
+		}
+	}
+	_ = to.Timer().Schedule(to, s, time.Duration(min(s.nextBeat, idle)-now))
+}
+
+func (w *scheduleSessions) rearm(i int) {
+	if s := w.s[i]; !s.closed.Load() {
+		s.lastActive.Store(sr.now())
+	}
+}
+
+func (w *scheduleSessions) beats() (n int64) {
+	for _, s := range w.s {
+		n += int64(s.beats.Load())
+	}
+	return n
+}
+
 // afterFuncSessions: time.AfterFunc for the heartbeat, re-armed in its
 // callback to the next multiple of the period (so it does not drift, as a
 // Ticker does not), time.AfterFunc for the idle deadline and Timer.Reset on
@@ -451,14 +518,17 @@ func runSessionsRole(raw []byte) error {
 	var set sessionSet
 	switch spec.Variant {
 	case "wheel":
-		t, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(spec.Tick))
+		t, err := startedTimer(spec.Tick)
 		if err != nil {
 			return err
 		}
-		if err := t.Start(); err != nil {
+		set = &wheelSessions{t: t, s: make([]*wheelSession, spec.N)}
+	case "wheel-schedule":
+		t, err := startedTimer(spec.Tick)
+		if err != nil {
 			return err
 		}
-		set = &wheelSessions{t: t, s: make([]*wheelSession, spec.N)}
+		set = &scheduleSessions{t: t, s: make([]*scheduleSession, spec.N)}
 	case "afterfunc":
 		set = &afterFuncSessions{s: make([]*afterFuncSession, spec.N)}
 	case "goroutine":
@@ -607,4 +677,14 @@ func runSessionsRole(raw []byte) error {
 		o.Violations = append(o.Violations, fmt.Sprintf("%d of %d silent sessions expired", got, nSilent))
 	}
 	return newControl().reply(o)
+}
+
+// startedTimer returns a hashedwheel Timer with the given tick, its worker
+// started.
+func startedTimer(tick time.Duration) (*hashedwheel.Timer, error) {
+	t, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(tick))
+	if err != nil {
+		return nil, err
+	}
+	return t, t.Start()
 }

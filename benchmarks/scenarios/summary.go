@@ -113,6 +113,16 @@ func (rep *Report) summary() string {
 		if c, ok := rep.compare(sc.Name, n, "wheel", "afterfunc", "rearm_ns_caller"); ok {
 			item(c.word(), fmt.Sprintf("%s: re-arming an idle deadline on activity cost the caller %s with `Timeout.Reset`.", where, c.versus("`time.Timer.Reset`", 0, " ns")))
 		}
+		if a, ok := rep.compare(sc.Name, n, "wheel-schedule", "afterfunc", "mem_per_session"); ok {
+			text := fmt.Sprintf("%s, one `Timeout` in each session re-armed by its own task (`Timer.Schedule`; activity only notes its time): memory per session %s", where, a.versus("time.AfterFunc", 0, " B"))
+			if m, ok := rep.compare(sc.Name, n, "wheel-schedule", "wheel", "mem_per_session"); ok {
+				text += ", " + m.versus("`Every`+`AfterFunc` per session", 0, " B") + " (" + m.word() + ")"
+			}
+			if h, ok := rep.compare(sc.Name, n, "wheel-schedule", "wheel", "cpu_ns_beat"); ok {
+				text += "; per heartbeat " + h.versus("`Every`+`AfterFunc`", 0, " ns") + " (" + h.word() + ")"
+			}
+			item(a.word(), text+".")
+		}
 	}
 
 	for _, r := range []regime{regimeBusy, regimeIdle} {
@@ -127,10 +137,7 @@ func (rep *Report) summary() string {
 			where = fmt.Sprintf("[Event loop, busy](#event-loop-busy-gnet) (gnet, %s connections, idle limit %v, a message every %v)", num(float64(p.BusyConns), 0), dur(p.BusyLimit), dur(p.BusyLimit/4))
 			metric, what, unit, prec = "cpu_us_msg", "server CPU per message", " µs", 2
 		case regimeIdle:
-			conns := 0.0
-			if v, ok := rep.value(sc.Name, 0, "wheel", "conns"); ok {
-				conns = v
-			}
+			conns := rep.conns(sc, "wheel")
 			where = fmt.Sprintf("[Event loop, mostly idle](#event-loop-mostly-idle-gnet) (gnet, %s connections, pings every %v)", num(conns, 0), dur(p.IdlePing))
 			metric, what, unit, prec = "cores", "server CPU", " cores", 3
 		}
@@ -148,6 +155,7 @@ func (rep *Report) summary() string {
 			{"wheel", "with hashedwheel's worker"},
 			{"wheel-owner", "with hashedwheel driven by the loop (`WithoutWorker`, `Advance` in a sweep on the loop)"},
 			{"wheel-lazy", "with hashedwheel driven by the loop and one timeout per connection re-armed lazily, as the heap is"},
+			{"wheel-schedule", "with the same, the timeout in the connection and re-armed by its own task (`Timer.Schedule`)"},
 		} {
 			h, okh := rep.compare(sc.Name, 0, wv.id, "heap", metric)
 			a, oka := rep.compare(sc.Name, 0, wv.id, "afterfunc", metric)
@@ -173,7 +181,7 @@ func (rep *Report) summary() string {
 		}
 		text := fmt.Sprintf("%s: %s %s; the timers took %s of it with the heap and %s with time.AfterFunc",
 			where, what, strings.Join(clauses, "; "), share("heap"), share("afterfunc"))
-		for _, wv := range []string{"wheel", "wheel-owner", "wheel-lazy"} {
+		for _, wv := range []string{"wheel", "wheel-owner", "wheel-lazy", "wheel-schedule"} {
 			m, ok := rep.compare(sc.Name, 0, wv, "afterfunc", "heap_per_conn")
 			if !ok {
 				continue

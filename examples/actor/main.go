@@ -2,11 +2,13 @@
 // deadlines with no mutex: a hashedwheel.Timer made WithoutWorker runs the
 // deadlines on the actor's own goroutine, inside Timer.Advance.
 //
-// The actor takes messages from its inbox; each one re-arms its session's
-// idle deadline with Timeout.Reset. Between two messages it sleeps until
-// Timer.NextDeadline, then calls Advance, which closes the sessions idle for
-// longer than the limit. Three clients talk for two seconds; one goes quiet
-// after half a second and is closed.
+// Each session holds its idle deadline, a hashedwheel.Timeout armed with
+// Timer.Schedule, and is the deadline's task: opening a session allocates
+// the session and nothing else. The actor takes messages from its inbox;
+// each one re-arms its session's deadline with Timeout.Reset. Between two
+// messages it sleeps until Timer.NextDeadline, then calls Advance, which
+// closes the sessions idle for longer than the limit. Three clients talk for
+// two seconds; one goes quiet after half a second and is closed.
 //
 //	go run ./examples/actor
 package main
@@ -24,8 +26,21 @@ import (
 type actor struct {
 	wheel    *hashedwheel.Timer
 	idle     time.Duration
-	sessions map[string]*hashedwheel.Timeout // each session's idle deadline
-	closed   func(name string)               // called on the actor's goroutine
+	sessions map[string]*session
+	closed   func(name string) // called on the actor's goroutine
+}
+
+// session is one client's session and the task of its idle deadline.
+type session struct {
+	a    *actor
+	name string
+	idle hashedwheel.Timeout // lives here: never copied once armed
+}
+
+// Run closes the session, on the actor's goroutine, inside Advance.
+func (s *session) Run(*hashedwheel.Timeout) {
+	delete(s.a.sessions, s.name)
+	s.a.closed(s.name)
 }
 
 func newActor(idle time.Duration, closed func(name string)) (*actor, error) {
@@ -34,20 +49,23 @@ func newActor(idle time.Duration, closed func(name string)) (*actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &actor{wheel: wheel, idle: idle, sessions: map[string]*hashedwheel.Timeout{}, closed: closed}, nil
+	return &actor{wheel: wheel, idle: idle, sessions: map[string]*session{}, closed: closed}, nil
 }
 
-// message re-arms the session's idle deadline, or opens the session.
+// message re-arms the session's idle deadline, or opens the session. A
+// session in the map has a pending deadline (Run removes it), so Reset
+// moves that deadline.
 func (a *actor) message(name string) error {
-	if to, ok := a.sessions[name]; ok && to.Reset(a.idle) {
+	if s, ok := a.sessions[name]; ok {
+		s.idle.Reset(a.idle)
 		return nil
 	}
-	to, err := a.wheel.AfterFunc(a.idle, func() {
-		delete(a.sessions, name) // on the actor's goroutine, inside Advance
-		a.closed(name)
-	})
-	a.sessions[name] = to
-	return err
+	s := &session{a: a, name: name}
+	if err := a.wheel.Schedule(&s.idle, s, a.idle); err != nil {
+		return err
+	}
+	a.sessions[name] = s
+	return nil
 }
 
 // run serves the inbox until it is closed, then stops the wheel.

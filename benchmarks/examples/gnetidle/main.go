@@ -2,7 +2,10 @@
 // connections silent for longer than a limit and pings those it has not
 // written to for half of it. Each event loop owns a hashedwheel.Timer made
 // WithoutWorker and drives it itself, so the timeouts' tasks close and write
-// on the loop: no goroutine, lock or hand-off per timeout.
+// on the loop: no goroutine, lock or hand-off per timeout. Each connection
+// holds one hashedwheel.Timeout and is its task: a message only notes its
+// time, and the task, when it runs, closes or pings the connection and
+// schedules its Timeout again (Timer.Schedule) for its next look.
 //
 // Run it from the benchmarks module with go run ./examples/gnetidle: it
 // serves on loopback, connects a client that talks and one that stays
@@ -49,7 +52,34 @@ type loop struct {
 	queued atomic.Bool  // a sweep is on its way to the loop
 }
 
-type session struct{ idle, ping *hashedwheel.Timeout }
+// session is a connection's state, on its loop only, and the task of its
+// timeout.
+type session struct {
+	c                   gnet.Conn
+	l                   *loop
+	limit               time.Duration
+	lastRead, lastWrite time.Time
+	timeout             hashedwheel.Timeout // lives here: never copied once armed
+}
+
+// Run looks at the connection, inside Advance on its loop: it closes it if
+// silent for the limit, pings it if not written to for half of it, and
+// schedules the look after, at the earlier of the two deadlines. Its
+// timeout has expired once Run is called, so it may be scheduled again;
+// Schedule fails only once the wheel is stopped, at shutdown.
+func (ss *session) Run(to *hashedwheel.Timeout) {
+	now := time.Now()
+	if now.Sub(ss.lastRead) >= ss.limit {
+		_ = ss.l.el.Close(ss.c)
+		return
+	}
+	if now.Sub(ss.lastWrite) >= ss.limit/2 {
+		_, _ = ss.c.Write([]byte("ping\n"))
+		ss.lastWrite = now
+	}
+	next := min(ss.lastRead.Add(ss.limit).Sub(now), ss.lastWrite.Add(ss.limit/2).Sub(now))
+	_ = ss.l.wheel.Schedule(to, ss, next)
+}
 
 func (s *server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.eng = eng
@@ -83,38 +113,30 @@ func (l *loop) publish() {
 
 func (s *server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	l := s.loopOf(c.EventLoop())
-	// The tasks run inside Advance, on this loop: they may touch c.
-	idle, err := l.wheel.AfterFunc(s.limit, func() { _ = l.el.Close(c) })
-	if err != nil {
+	now := time.Now()
+	ss := &session{c: c, l: l, limit: s.limit, lastRead: now, lastWrite: now}
+	if err := l.wheel.Schedule(&ss.timeout, ss, s.limit/2); err != nil {
 		return nil, gnet.Close
 	}
-	ping, err := l.wheel.Every(s.limit/2, func() { _, _ = c.Write([]byte("ping\n")) })
-	if err != nil {
-		idle.Cancel()
-		return nil, gnet.Close
-	}
-	c.SetContext(&session{idle: idle, ping: ping})
+	c.SetContext(ss)
 	l.publish()
 	return nil, gnet.None
 }
 
+// OnTraffic echoes. The session's task runs on this loop too, so it sees
+// the new times when it next looks, and no close can race a message.
 func (s *server) OnTraffic(c gnet.Conn) gnet.Action {
 	ss := c.Context().(*session)
-	// Reset returns false once the deadline has fired: the close is under
-	// way, so this message comes too late.
-	if !ss.idle.Reset(s.limit) {
-		return gnet.Close
-	}
-	ss.ping.Reset(s.limit / 2) // the echo is a write: no ping needed before then
 	buf, _ := c.Next(-1)
 	_, _ = c.Write(buf)
+	now := time.Now()
+	ss.lastRead, ss.lastWrite = now, now
 	return gnet.None
 }
 
 func (s *server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if ss, ok := c.Context().(*session); ok {
-		ss.idle.Cancel()
-		ss.ping.Cancel()
+		ss.timeout.Cancel()
 	}
 	return gnet.None
 }

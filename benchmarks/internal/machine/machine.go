@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -28,12 +29,13 @@ type Info struct {
 }
 
 // Describe describes this run: now, the command (run, such as
-// "cd benchmarks && go run .", followed by this process's arguments), the
-// Go version, and the machine.
+// "cd benchmarks && go run .", followed by this process's arguments, each
+// absolute path among them written as pathPlaceholder), the Go version, and
+// the machine.
 func Describe(run string) Info {
 	cmd := run
 	for _, a := range os.Args[1:] {
-		cmd += " " + a
+		cmd += " " + withoutPath(a)
 	}
 	return Info{
 		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
@@ -44,6 +46,23 @@ func Describe(run string) Info {
 		Cores:      runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}
+}
+
+// pathPlaceholder stands in a report's command for an absolute path, such
+// as the directory of -out "$(mktemp -d)": a report names no directory of
+// the machine it ran on.
+const pathPlaceholder = "<path>"
+
+// withoutPath returns the argument a, or its value after "=", as
+// pathPlaceholder if it is an absolute path.
+func withoutPath(a string) string {
+	if filepath.IsAbs(a) {
+		return pathPlaceholder
+	}
+	if name, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") && filepath.IsAbs(value) {
+		return name + "=" + pathPlaceholder
+	}
+	return a
 }
 
 // Commit returns the commit the repository is at, with a note if its
