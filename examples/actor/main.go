@@ -1,14 +1,8 @@
 // Command actor shows a goroutine that owns its sessions and their idle
-// deadlines with no mutex: a hashedwheel.Timer made WithoutWorker runs the
-// deadlines on the actor's own goroutine, inside Timer.Advance.
-//
-// Each session holds its idle deadline, a hashedwheel.Timeout armed with
-// Timer.Schedule, and is the deadline's task: opening a session allocates
-// the session and nothing else. The actor takes messages from its inbox;
-// each one re-arms its session's deadline with Timeout.Reset. Between two
-// messages it sleeps until Timer.NextDeadline, then calls Advance, which
-// closes the sessions idle for longer than the limit. Three clients talk for
-// two seconds; one goes quiet after half a second and is closed.
+// deadlines with no mutex: a Timer made WithoutWorker runs the deadlines on
+// the actor's goroutine, inside Advance. Each session holds its deadline, a
+// Timeout armed with Schedule, and is its task; each message re-arms it with
+// Reset. Three clients talk for two seconds; one goes quiet and is closed.
 //
 //	go run ./examples/actor
 package main
@@ -52,9 +46,8 @@ func newActor(idle time.Duration, closed func(name string)) (*actor, error) {
 	return &actor{wheel: wheel, idle: idle, sessions: map[string]*session{}, closed: closed}, nil
 }
 
-// message re-arms the session's idle deadline, or opens the session. A
-// session in the map has a pending deadline (Run removes it), so Reset
-// moves that deadline.
+// message re-arms the session's idle deadline (pending while the session
+// is in the map), or opens the session.
 func (a *actor) message(name string) error {
 	if s, ok := a.sessions[name]; ok {
 		s.idle.Reset(a.idle)
