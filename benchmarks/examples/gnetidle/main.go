@@ -66,7 +66,8 @@ type session struct {
 // silent for the limit, pings it if not written to for half of it, and
 // schedules the look after, at the earlier of the two deadlines. Its
 // timeout has expired once Run is called, so it may be scheduled again;
-// Schedule fails only once the wheel is stopped, at shutdown.
+// Schedule fails only once the wheel is stopped, at shutdown, and the
+// connection is then closed.
 func (ss *session) Run(to *hashedwheel.Timeout) {
 	now := time.Now()
 	if now.Sub(ss.lastRead) >= ss.limit {
@@ -78,7 +79,9 @@ func (ss *session) Run(to *hashedwheel.Timeout) {
 		ss.lastWrite = now
 	}
 	next := min(ss.lastRead.Add(ss.limit).Sub(now), ss.lastWrite.Add(ss.limit/2).Sub(now))
-	_ = ss.l.wheel.Schedule(to, ss, next)
+	if err := ss.l.wheel.Schedule(to, ss, next); err != nil {
+		_ = ss.l.el.Close(ss.c) // no look again without a wheel: close it
+	}
 }
 
 func (s *server) OnBoot(eng gnet.Engine) gnet.Action {
