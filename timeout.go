@@ -541,10 +541,10 @@ func (to *Timeout) endReset(early bool) (push bool) {
 }
 
 // takeChange clears stQueued as the worker pops the timeout from the changes
-// queue (or as a push onto a closed one fails), and returns the state after:
-// a change made later is pushed again rather than lost.
-func (to *Timeout) takeChange() int32 {
-	return to.state.And(^stQueued) &^ stQueued
+// queue (or as a push onto a closed one fails): a change made later is
+// pushed again rather than lost.
+func (to *Timeout) takeChange() {
+	to.state.And(^stQueued)
 }
 
 // markLinked clears stNew and sets stLinked on a timeout that the worker took
