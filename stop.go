@@ -108,7 +108,8 @@ func (t *Timer) collectUnprocessed() {
 	}
 	for to := t.changes.pop(); to != nil; to = t.changes.pop() {
 		// Every timeout in it was in a bucket, and has been dealt with
-		// there.
+		// there. Taken now, before the worker waits for the pool, so that
+		// a Timeout cancelled here may be armed on another Timer meanwhile.
 		to.takeChange()
 	}
 }
