@@ -1,9 +1,6 @@
 package hashedwheel
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "fmt"
 
 // Invariant checks. Built with the tag hashedwheel_assert (CI runs the fuzz
 // targets and the soak with it), assertInvariants is true and the worker
@@ -33,17 +30,19 @@ func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64) {
 // assertNothingDue panics if bucket idx, whose walk the worker skips at tick
 // t.wheel.tick because its minDue says nothing in it needs the worker then,
 // holds a pending timeout due before the tick ends: minDue was not a lower
-// bound. A timeout in the changes queue, or held by a Reset, is left out: the
-// worker brings it back where it belongs first.
+// bound. A timeout in the changes queue is left out: the worker brings it
+// back where it belongs first.
 func (t *Timer) assertNothingDue(idx int64) {
 	end := t.tickEnd(t.wheel.tick)
 	b := &t.wheel.buckets[idx]
 	for to := b.head; to != nil; to = to.bucketNext {
-		s := to.state.Load()
-		if s&phaseMask != stPending || s&(stQueued|stBusy) != 0 {
+		s := to.lock()
+		d := to.deadline
+		to.unlock(s)
+		if s.phase() != stPending || s.held() != heldBucket {
 			continue
 		}
-		if d := atomic.LoadInt64(&to.deadline); d < end {
+		if d < end {
 			panic(fmt.Sprintf("hashedwheel: the walk of bucket %d was skipped at tick %d (minDue %d, "+
 				"tick end %d), but it holds %v, due at %d: minDue is not a lower bound",
 				idx, t.wheel.tick, b.minDue, end, to, d))

@@ -57,7 +57,7 @@ func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
 		return max(due, tick)
 	}
 	if linked {
-		check := tick + int64(to.checkTick.Load()-uint32(tick))
+		check := tick + int64(to.checkTick-uint32(tick))
 		if check > tick && check <= due {
 			return check
 		}
@@ -80,7 +80,7 @@ func (t *Timer) checkTickOf(to *Timeout, deadline int64, linked bool) int64 {
 // 2^32 ticks or more before old's, Reset tells the worker without need.
 func (t *Timer) beforeCheck(to *Timeout, old, deadline int64) bool {
 	oldTick := old / t.conf.tickDuration
-	check := oldTick - int64(uint32(oldTick)-to.checkTick.Load())
+	check := oldTick - int64(uint32(oldTick)-to.checkTick)
 	// deadline/tickDuration < check, without a second division; check is
 	// at most oldTick, so the product does not overflow.
 	return check > 0 && deadline < check*t.conf.tickDuration

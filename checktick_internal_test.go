@@ -75,7 +75,7 @@ func TestCheckTickOf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tm := checkTickTimer(t, tt.tick, tt.clockTick)
 			to := newTimeoutOn(tm)
-			to.checkTick.Store(tt.stored)
+			to.checkTick = tt.stored
 			deadline := tt.due*ms + ms/2
 			got := tm.checkTickOf(to, deadline, tt.linked)
 			if got != tt.want {
@@ -122,7 +122,7 @@ func TestBeforeCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tm := checkTickTimer(t, 0, 0)
 			to := newTimeoutOn(tm)
-			to.checkTick.Store(uint32(tt.check))
+			to.checkTick = uint32(tt.check)
 			got := tm.beforeCheck(to, tt.oldTick*ms+ms/2, tt.tick*ms+ms/2)
 			if got != tt.want {
 				t.Fatalf("beforeCheck = %v, want %v", got, tt.want)

@@ -145,6 +145,7 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 	if !t.nothingToTakeIn() {
 		t.takeIn()
 		t.updateNextDueAt()
+		t.publishStats() // the cancels it took in count at once
 	}
 	at := t.own.nextDueAt
 	if !t.nothingToTakeIn() {

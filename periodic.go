@@ -76,7 +76,7 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 		}
 		p.exec = e
 	}
-	if err := t.scheduleTimeout(to, period, notifiesFor(task)); err != nil {
+	if err := t.scheduleTimeout(to, period, wantsCancelled(task)); err != nil {
 		return nil, err
 	}
 	return to, nil
@@ -129,7 +129,11 @@ func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (return
 	}
 	if !onWorker {
 		now := t.elapsed()
-		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), p.period, now))
+		s := to.lock()
+		if s.held() == heldPeriodicRun {
+			atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
+		}
+		to.unlock(s)
 	}
 	t.callTask(to, p)
 	return
@@ -139,21 +143,24 @@ func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (return
 // executor failed, never started) back to the worker, through its queue of
 // new timeouts, for its next run; from then on Reset may move it. It sets
 // that run's deadline first, and returns the time it read to do so. If
-// Stop has taken the timeout meanwhile, it hands nothing back.
+// Stop has taken the timeout off the list of runs meanwhile, it hands
+// nothing back.
 func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 	now := t.elapsed()
-	// stRunning still keeps Reset out.
-	next := skipBehind(nextPeriod(atomic.LoadInt64(&to.deadline), p.period), p.period, now)
-	atomic.StoreInt64(&to.deadline, next)
-	if !to.markReturning() {
-		return now // collectUnprocessed took it off the list of runs
-	}
-	if !t.shardFor(to).timeouts.push(to) {
-		// The worker has let go of its queues; it takes the timeout off
-		// its list of runs and cancels it.
-		to.clearReturning()
+	s := to.lock()
+	if s.held() != heldPeriodicRun {
+		to.unlock(s) // Stop took it off the list of runs
 		return now
 	}
+	next := skipBehind(nextPeriod(to.deadline, p.period), p.period, now)
+	atomic.StoreInt64(&to.deadline, next)
+	// The push succeeds: a stopping worker closes the queues only after it
+	// has taken every run off its list.
+	if !t.shardFor(to).timeouts.push(to) {
+		to.unlock(s)
+		return now
+	}
+	to.unlock(s.withHeld(heldReturning))
 	t.wakeWorker()
 	return now
 }

@@ -10,18 +10,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stalledReset does what Reset(0) does on a goroutine that is preempted
-// between the state change that marks the timeout queued and its push to the
-// changes queue (Go may preempt there). finish does the rest.
+// stalledReset does what Reset(0) does, but leaves the push to the changes
+// queue that its critical section makes for finish: the worker then finds
+// the timeout marked as in the changes queue before it is there, as it finds
+// one that a Reset has just pushed and it has not popped yet.
 func stalledReset(t *testing.T, to *Timeout) (finish func()) {
-	s := to.state.Load()
-	require.True(t, s&stLinked != 0 && s&stQueued == 0 && s&stBusy == 0 && s&phaseMask == stPending,
-		"want a linked, unqueued, pending timeout; state %#x", s)
-	require.True(t, to.state.CompareAndSwap(s, s|stBusy))
-	atomic.StoreInt64(&to.deadline, to.timer.Load().elapsed())
-	require.True(t, to.state.CompareAndSwap(s|stBusy, s|stQueued))
+	s := to.lock()
+	if s.phase() != stPending || s.held() != heldBucket {
+		to.unlock(s)
+		t.Fatalf("want a pending timeout in a bucket; state %#x", uint32(s))
+	}
+	tm := to.timer.Load()
+	atomic.StoreInt64(&to.deadline, tm.elapsed())
+	to.unlock(s.withHeld(heldBucketAndChanges))
 	return func() {
-		to.timer.Load().pushChange(to)
+		require.True(t, tm.changes.push(to))
+		tm.wakeWorker()
 	}
 }
 

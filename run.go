@@ -13,26 +13,55 @@ const (
 	handedOff = -2 // the task went to the pool
 )
 
-// handOut runs the task of an expired timeout, read while the worker held
-// it: on the pool, through the executor, or here on the worker. It returns
-// the time a periodic run that ran here returned, ranHere if a task ran here
-// or went to the executor (which may have taken time), or handedOff.
-func (t *Timer) handOut(to *Timeout, task TimerTask) int64 {
+// runPlace is where a run is handed out to.
+type runPlace uint8
+
+const (
+	runsOnWorker runPlace = iota
+	runsOnPool
+	runsOnExecutor
+)
+
+// hand is a run that the worker hands out: the timeout, the task read
+// under its lock as it expired (a Schedule may arm the timeout again with
+// another task before the run starts), and where the run goes.
+type hand struct {
+	to    *Timeout
+	task  TimerTask
+	where runPlace
+}
+
+// runsWhere returns where a run of task goes.
+func (t *Timer) runsWhere(task TimerTask) runPlace {
+	switch {
+	case t.conf.pool != nil && !isUrgent(task):
+		return runsOnPool
+	case t.conf.taskExecutor != nil && !isUrgent(task):
+		return runsOnExecutor
+	}
+	return runsOnWorker
+}
+
+// handOut runs a run the worker has expired: on the pool, through the
+// executor, or here on the worker. It returns the time a periodic run that
+// ran here returned, ranHere if a task ran here or went to the executor
+// (which may have taken time), or handedOff.
+func (t *Timer) handOut(h hand) int64 {
 	// The run counts in Stats before its task starts, wherever it runs: a
 	// task that blocks must not hide it, nor the runs handed out before it.
 	t.published.expired.Store(t.wheel.counters.expired)
-	if t.conf.pool != nil && !isUrgent(task) {
-		t.conf.pool.submit(to, task)
+	switch h.where {
+	case runsOnPool:
+		t.conf.pool.submit(h.to, h.task)
 		return handedOff
-	}
-	if t.conf.taskExecutor != nil && !isUrgent(task) {
-		t.execute(to, task)
+	case runsOnExecutor:
+		t.execute(h.to, h.task)
 		return ranHere
 	}
-	if p, ok := task.(*periodicTask); ok {
-		return t.runPeriodic(to, p, true)
+	if p, ok := h.task.(*periodicTask); ok {
+		return t.runPeriodic(h.to, p, true)
 	}
-	t.runOneShot(to, task)
+	t.runOneShot(h.to, h.task)
 	return ranHere
 }
 
@@ -62,38 +91,48 @@ func (t *Timer) runTimeout(to *Timeout, task TimerTask) {
 	t.runOneShot(to, task)
 }
 
-// runOneShot runs task, the task of the expired one-shot arm of to, and then
-// ends the run, even if the task panicked or called runtime.Goexit (see
-// runReturned).
+// runOneShot runs task, the task of the expired one-shot arm of to, and
+// then ends the run, even if the task panicked or called runtime.Goexit
+// (see endRun).
 func (t *Timer) runOneShot(to *Timeout, task TimerTask) {
-	defer t.runReturned(to)
+	defer t.endRun(to)
 	t.callTask(to, task)
 }
 
-// runReturned ends the run of an expired one-shot arm of to: from now on a
-// new arm may be handed out. If to was armed again (on the same Timer) while
-// the run was out, it gives it to the Timer. If the Timer has stopped and let
-// go of its queues meanwhile, which happens only to a run that Stop does not
-// wait for (on a WithTaskExecutor executor's goroutine), the new arm ends
-// cancelled, out of Stop's reach, and a Cancelled call owed is made here.
-func (t *Timer) runReturned(to *Timeout) {
-	if !to.endRun() {
+// endRun ends a one-shot run (heldRun): from now on the Timeout may be
+// armed on any Timer, and a new arm may be handed out. A Timeout nobody
+// armed again meanwhile, the common case, is let go in one step.
+// An arm made while the run was out (on this run's Timer) goes to that
+// Timer's queue of new timeouts now, cancelled or not. If the Timer has
+// stopped and let go of its queues meanwhile, which happens only to a run
+// that Stop does not wait for (on a WithTaskExecutor executor's goroutine),
+// the arm ends cancelled here, out of Stop's reach, counted among the
+// cancels the worker never saw, and a Cancelled call owed (Cancel cancelled
+// the arm before) is made here.
+func (t *Timer) endRun(to *Timeout) {
+	if s := to.load(); s&(phaseMask|heldMask) == stExpired|heldRun && to.swap(s, s.withHeld(heldNowhere)) {
 		return
 	}
-	nt := to.timer.Load() // the new arm's, stable while stNew is set
+	s := to.lock()
+	if s.held() != heldRun || s.phase() == stExpired {
+		to.unlock(s.withHeld(heldNowhere))
+		return
+	}
+	nt := to.timer.Load() // the new arm's: Schedule arms it on this Timer only
 	if nt.shardFor(to).timeouts.push(to) {
+		to.unlock(s.withHeld(heldNew))
 		nt.wakeWorker()
 		return
 	}
 	nt.shardFor(to).cancelledAside.Add(1)
-	if to.markCancelled(stNew) {
-		to.release()
-		return
+	if s.phase() == stPending {
+		nt.pendingFor(to).Add(-1)
 	}
-	// Cancelled before the Timer stopped: its worker is gone, so the
-	// Cancelled call owed is made here, late rather than never.
-	if s, _ := to.letGo(stNew); s&stNotify != 0 {
-		nt.notifyCancelled(to)
+	call := s&stOwesCancelled != 0
+	task := to.task
+	to.unlock(s.withPhase(stCancelled).withHeld(heldNowhere) &^ stOwesCancelled)
+	if call {
+		nt.callCancelled(to, task)
 	}
 }
 
@@ -180,22 +219,14 @@ func (t *Timer) logError(msg string, args ...any) {
 	t.conf.logger.Error(msg, args...)
 }
 
-// countCancelled counts a timeout that Cancel cancelled, now that the worker
-// has let go of it, and, if s (its state as the worker let go) says a
-// Cancelled call is owed, makes it.
-func (t *Timer) countCancelled(to *Timeout, s int32) {
-	t.wheel.counters.cancelled++
-	if s&stNotify != 0 {
-		t.notifyCancelled(to)
+// callCancelled makes the Cancelled call of a timeout that Cancel
+// cancelled, with task, the arm's task, read in the critical section that
+// let go of it (which cleared stOwesCancelled: from then on a Schedule may
+// arm the timeout again, from inside Cancelled say).
+func (t *Timer) callCancelled(to *Timeout, task TimerTask) {
+	if p, ok := task.(*periodicTask); ok {
+		task = p.task
 	}
-}
-
-// notifyCancelled calls the task's Cancelled method for a timeout that Cancel
-// cancelled and the worker has let go of. stNotify keeps Schedule from
-// rewriting the task until it is cleared, just before the call.
-func (t *Timer) notifyCancelled(to *Timeout) {
-	c := to.Task().(CancelledTask)
-	to.takeNotify()
 	defer t.recoverPanic(to, "Cancelled")
-	c.Cancelled(to)
+	task.(CancelledTask).Cancelled(to)
 }

@@ -51,20 +51,25 @@ func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
 }
 
 // reservePending counts a new timeout among the pending ones of a timer
-// with a pending limit, or fails if the limit is reached. It never counts
-// past the limit, so a rejected call is never seen in PendingTimeouts and
-// never makes another call fail. (Without a limit, each shard counts its
-// own timeouts; see pendingFor.)
-func (t *Timer) reservePending() error {
+// with a pending limit, or reports false, with the count it found, if the
+// limit is reached. It never counts past the limit, so a rejected call is
+// never seen in PendingTimeouts and never makes another call fail. (Without
+// a limit, each shard counts its own timeouts; see pendingFor.)
+func (t *Timer) reservePending() (n int64, ok bool) {
 	pending := t.shards[0].pending()
 	for {
 		n := pending.Load()
 		if n >= t.conf.maxPendingTimeouts {
-			return fmt.Errorf("%w: %d pending, limit %d",
-				ErrTooManyPendingTimeouts, n, t.conf.maxPendingTimeouts)
+			return n, false
 		}
 		if pending.CompareAndSwap(n, n+1) {
-			return nil
+			return n + 1, true
 		}
 	}
+}
+
+// tooManyPending returns the error of a call refused at the pending limit,
+// where it found n pending.
+func (t *Timer) tooManyPending(n int64) error {
+	return fmt.Errorf("%w: %d pending, limit %d", ErrTooManyPendingTimeouts, n, t.conf.maxPendingTimeouts)
 }

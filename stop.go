@@ -68,96 +68,130 @@ func (t *Timer) Stop() []*Timeout {
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
-// t.life.unprocessed for Stop. It runs on the worker as it exits, before it waits
-// for the pool; closeQueues then takes what came meanwhile. Timeouts that
-// Cancel cancelled and that the worker has not yet let go of get their
-// Cancelled call here.
+// t.life.unprocessed for Stop. It runs on the worker as it exits, before it
+// waits for the pool; closeQueues then takes what came meanwhile. Timeouts
+// that Cancel cancelled and that the worker has not yet let go of get their
+// Cancelled call here. The changes queue goes first, so that a Timeout
+// cancelled in its bucket is let go of (and may be armed on another Timer,
+// from inside its Cancelled call say) before that call.
 //
 // It can be resumed: a Cancelled call may call runtime.Goexit, and the
 // worker's next goroutine then runs it again. So each timeout leaves its
 // list before the call, and the result is kept in t.life.unprocessed.
 func (t *Timer) collectUnprocessed() {
+	t.processChanges()
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
 		for to := q.pop(); to != nil; to = q.pop() {
-			drop := stNew
-			if to.clearReturning() {
-				t.wheel.running.remove(to)
-				drop = 0
-			}
-			t.cancelForStop(to, drop)
+			t.cancelForStop(to)
 		}
 		t.wheel.counters.cancelled += uint64(q.takeDropped())
 	}
 	for i := range t.wheel.buckets {
 		b := &t.wheel.buckets[i]
-		for to := b.head; to != nil; to = b.head {
-			b.remove(to)
-			t.cancelForStop(to, stLinked)
+		for b.head != nil {
+			t.cancelForStop(b.head)
 		}
 	}
 	t.wheel.occupied = occupancy{}
 	// Periodic runs still out on the pool or with an executor: pending,
-	// so Stop returns them. Clearing stRunning tells the goroutine that runs
-	// one not to hand it back, and one still waiting in the pool's queue
-	// does not start, as it is cancelled.
-	for to := t.wheel.running.head; to != nil; to = t.wheel.running.head {
-		t.wheel.running.remove(to)
-		to.recallRun()
-		t.cancelForStop(to, 0)
+	// so Stop returns them. Taking them off the list of runs tells the
+	// goroutine that runs one not to hand it back, and one still waiting in
+	// the pool's queue does not start, as it is cancelled.
+	// A run that has returned since the queues were taken is in one again,
+	// and is taken from there by closeQueues.
+	for to := t.wheel.running.head; to != nil; {
+		next := to.bucketNext
+		t.cancelRunForStop(to)
+		to = next
 	}
-	for to := t.changes.pop(); to != nil; to = t.changes.pop() {
-		// Every timeout in it was in a bucket, and has been dealt with
-		// there. Taken now, before the worker waits for the pool, so that
-		// a Timeout cancelled here may be armed on another Timer meanwhile.
-		to.takeChange()
-	}
+	// What Cancel or Reset pushed meanwhile; takeChange lets go of it.
+	t.processChanges()
 }
 
 // closeQueues takes, cancels and keeps for Stop what was pushed since
 // collectUnprocessed (by a NewTimeout or Schedule racing Stop, or by a pooled
 // task's run returning with its Timeout armed again), and closes the queues,
 // so that a later push fails and its caller knows nobody will take it. The
-// worker calls it after the pool has finished.
+// worker calls it after the pool has finished. A Timeout that Stop cancelled
+// once and that was armed again and cancelled here is returned once.
 func (t *Timer) closeQueues() {
+	already := len(t.life.unprocessed)
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
-		q.close(func(to *Timeout) {
-			if to.clearReturning() {
-				return // a periodic run that returned after it was cancelled above
-			}
-			t.cancelForStop(to, stNew)
-		})
+		q.close(t.cancelForStop)
 		t.wheel.counters.cancelled += uint64(q.takeDropped())
 	}
-	t.changes.close(func(to *Timeout) { to.takeChange() })
+	t.changes.close(t.takeChange)
+	if late := t.life.unprocessed[already:]; len(late) > 0 && already > 0 {
+		seen := make(map[*Timeout]bool, already)
+		for _, to := range t.life.unprocessed[:already] {
+			seen[to] = true
+		}
+		kept := t.life.unprocessed[:already]
+		for _, to := range late {
+			if !seen[to] {
+				seen[to] = true
+				kept = append(kept, to)
+			}
+		}
+		t.life.unprocessed = kept
+	}
 }
 
-// cancelForStop cancels to if it is still pending and appends it to
-// t.life.unprocessed, letting go of the holding flags in drop (those of the
-// list the caller took it from); if Cancel cancelled it first, it lets go of
-// it and delivers its Cancelled call.
-func (t *Timer) cancelForStop(to *Timeout, drop int32) {
-	for {
-		if to.markCancelled(drop) {
-			t.wheel.counters.cancelled++
-			o, observes := to.task.(stopObserver) // read under stBusy
-			to.release()
-			if observes {
-				o.timerStopped(to)
-			}
-			t.life.unprocessed = append(t.life.unprocessed, to)
-			return
-		}
-		s, ok := to.letGo(drop)
-		if !ok {
-			continue // revived by a Schedule: pending again
-		}
-		if s&phaseMask == stCancelled {
-			t.countCancelled(to, s)
-		}
+// cancelRunForStop is cancelForStop for a timeout on the list of runs,
+// unless its run has returned and it is in a queue of new timeouts again:
+// closeQueues takes it from there.
+func (t *Timer) cancelRunForStop(to *Timeout) {
+	s := to.lock()
+	if s.held() == heldReturning {
+		to.unlock(s)
 		return
 	}
+	t.stopHeld(to, s)
+}
+
+// cancelForStop takes to off the list it is in (a queue of new timeouts it
+// was popped from, a bucket, the list of runs) in one critical section, and
+// lets go of it: if it is still pending, Stop cancels it and it joins
+// t.life.unprocessed; if Cancel cancelled it first, it is counted and its
+// Cancelled call made. One that is also in the changes queue is let go of,
+// and its call made, when taken from there (see takeChange).
+func (t *Timer) cancelForStop(to *Timeout) {
+	t.stopHeld(to, to.lock())
+}
+
+// stopHeld is cancelForStop once the lock is taken, with state s.
+func (t *Timer) stopHeld(to *Timeout, s state) {
+	switch s.held() {
+	case heldBucket, heldBucketAndChanges:
+		t.unlink(to)
+	case heldPeriodicRun, heldReturning:
+		t.wheel.running.remove(to)
+	}
+	if s.phase() != stPending {
+		if s.held() == heldBucketAndChanges {
+			// Still in the changes queue: counted now, let go of (and its
+			// Cancelled call made) when taken from there.
+			t.wheel.counters.cancelled++
+			to.unlock(s.withHeld(heldChanges))
+			return
+		}
+		t.letGo(to, s, true)
+		return
+	}
+	ns := s.withPhase(stCancelled).withHeld(heldNowhere)
+	if s.held() == heldBucketAndChanges {
+		ns = ns.withHeld(heldChanges)
+	}
+	t.pendingFor(to).Add(-1)
+	t.wheel.counters.cancelled++
+	o, observes := to.task.(stopObserver)
+	to.unlock(ns)
+	if observes {
+		o.timerStopped(to)
+	}
+	t.life.unprocessed = append(t.life.unprocessed, to)
 }
 
 // stopObserver is a task that must know when Stop cancels its timeout:

@@ -40,7 +40,7 @@ func TestGuarantee7TimeoutPushedAsStopComesIsReturnedByStop(t *testing.T) {
 				to := newTimeoutOn(tm)
 				to.task, to.deadline = task, int64(time.Hour)
 				tm.shardFor(to).pending().Add(1)
-				to.initArm(notifiesFor(task))
+				to.state.Store(uint32(stPending | heldNew | wantsCancelled(task)))
 				require.True(t, tm.shardFor(to).timeouts.push(to))
 				// ...then Stop comes, and waits for the worker.
 				stopped := make(chan []*Timeout)
@@ -50,7 +50,7 @@ func TestGuarantee7TimeoutPushedAsStopComesIsReturnedByStop(t *testing.T) {
 				close(release)
 				assert.Equal(t, []*Timeout{to}, <-stopped)
 				assert.True(t, to.IsCancelled())
-				assert.Zero(t, to.state.Load()&stHeld, "the worker let go of it")
+				assert.Equal(t, heldNowhere, to.load().held(), "the worker let go of it")
 				assert.Equal(t, uint64(1), tm.Stats().Cancelled)
 				if c, ok := task.(*cancelCounter); ok {
 					assert.Zero(t, c.calls.Load())

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"runtime"
@@ -105,6 +106,11 @@ type lifecycle struct {
 	// state is stateInit, stateStarted or stateShutdown; changed only by
 	// CompareAndSwap.
 	state atomic.Int32
+
+	// clockSeen is a recent reading of the real clock, in nanoseconds
+	// since startTime, that elapsed checked was not a bubble's. Any
+	// goroutine that reads the Timer's clock; atomic.
+	clockSeen atomic.Int64
 
 	// workerID is the worker goroutine's ID, so that Stop can tell it is
 	// called from a task on the worker. Written by the worker as it starts;
@@ -383,7 +389,7 @@ func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error
 	}
 	to := &Timeout{task: task}
 	to.timer.Store(t)
-	if err := t.scheduleTimeout(to, delay, notifiesFor(task)); err != nil {
+	if err := t.scheduleTimeout(to, delay, wantsCancelled(task)); err != nil {
 		return nil, err
 	}
 	return to, nil
@@ -417,26 +423,27 @@ func isNilTask(task TimerTask) bool {
 }
 
 // scheduleTimeout schedules to, whose timer and task are set, after delay;
-// notifies is stNotifies if the task is a CancelledTask. The caller
+// wants is stWantsCancelled if the task is a CancelledTask. The caller
 // allocates to, possibly inside a larger object, and publishes it only if
 // scheduleTimeout succeeds.
-func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration, notifies int32) error {
+func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration, wants state) error {
 	now, err := t.armable()
 	if err != nil {
 		return err
 	}
-	if err := t.countPending(to); err != nil {
-		return err
+	if n, ok := t.countPending(to); !ok {
+		return t.tooManyPending(n)
 	}
-	// to is not published yet: a plain write is enough.
+	// Nobody else can reach to until the push publishes it, so its first
+	// state needs no lock; a push that fails leaves it unseen.
 	to.deadline = addDelay(now, delay)
-	to.initArm(notifies)
+	to.state.Store(uint32(stPending | heldNew | wants))
 	if !t.shardFor(to).timeouts.push(to) {
-		// The worker has stopped and taken what it had: the caller gets an
-		// error and never sees the timeout. A push that succeeds comes
+		// The worker has stopped and taken what it had: the caller gets
+		// an error and never sees the timeout. A push that succeeds comes
 		// before that, and the stopping worker cancels the timeout (Stop
 		// returns it) if it has not expired.
-		to.undoInit()
+		to.state.Store(uint32(stUnarmed))
 		t.pendingFor(to).Add(-1)
 		return ErrTimerStopped
 	}
@@ -459,12 +466,12 @@ func (t *Timer) armable() (now int64, err error) {
 	return now, nil
 }
 
-// countPending counts to among the pending timeouts, or fails if the timer
-// holds its pending limit.
-func (t *Timer) countPending(to *Timeout) error {
+// countPending counts to among the pending timeouts, or reports false
+// (and the count n it found) if the timer holds its pending limit.
+func (t *Timer) countPending(to *Timeout) (n int64, ok bool) {
 	if t.conf.maxPendingTimeouts <= 0 {
 		t.pendingFor(to).Add(1)
-		return nil
+		return 0, true
 	}
 	return t.reservePending()
 }
@@ -476,17 +483,6 @@ func (t *Timer) nudgeWorker(now int64) {
 	if !t.wakeWorker() && now >= t.wake.kickAt.Load() {
 		t.kickWorker()
 	}
-}
-
-// pushChange pushes to, whose stQueued its caller has set, onto the changes
-// queue and wakes the worker. If the queue is closed, the worker has stopped
-// and let go of to already: the flag is cleared instead.
-func (t *Timer) pushChange(to *Timeout) {
-	if !t.changes.push(to) {
-		to.takeChange()
-		return
-	}
-	t.wakeWorker()
 }
 
 // Schedule arms to, a Timeout the caller owns (a field of its own struct,
@@ -533,52 +529,99 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 	if err != nil {
 		return err
 	}
-	s, revive, err := to.beginArm(t)
-	if err != nil {
-		return err
+	wants := wantsCancelled(task)
+	s := to.lock()
+	why := t.refusal(to, s)
+	if why != armable {
+		to.unlock(s)
+		return why.err()
 	}
-	setNew := !revive && s&stOut == 0 // as beginArm did
-	left := s | stBusy                // the state beginArm left
-	if setNew {
-		left |= stNew
+	n, ok := t.countPending(to)
+	if !ok {
+		to.unlock(s)
+		return t.tooManyPending(n)
 	}
-	if err := t.countPending(to); err != nil {
-		to.abortArm(setNew)
-		return err
-	}
-	notifies := notifiesFor(task)
-	if revive {
-		// Still where the cancelled arm was: in a bucket (and the changes
-		// queue, or being taken from it, as the worker takes every
-		// cancelled linked timeout from there, and then places it as it
-		// would a Reset one), in a queue of new timeouts, or out on its
-		// run. Its cancel is never seen by the worker: count it here.
-		to.task = task
-		atomic.StoreInt64(&to.deadline, addDelay(now, delay))
+	ns := s.withPhase(stPending)&^stWantsCancelled | wants
+	switch {
+	case s.held() == heldRun && s.phase() == stExpired:
+		// Out on its run: the run's goroutine hands the arm to this Timer
+		// as it returns (see endRun), so that runs never overlap.
+	case s.held() != heldNowhere:
+		// Cancelled and still held by this Timer: armed again where it is
+		// (revived), which the holder finds pending, as after a Reset. Its
+		// cancel is never seen by the worker: count it here.
 		t.shardFor(to).cancelledAside.Add(1)
-		to.endArm(left, notifies)
-		return nil
+	case !t.shardFor(to).timeouts.push(to):
+		// Stopped, as in scheduleTimeout: nothing was written.
+		to.unlock(s)
+		t.pendingFor(to).Add(-1)
+		return ErrTimerStopped
+	default:
+		ns = ns.withHeld(heldNew)
 	}
-	prevTimer, prevTask, prevDeadline := to.timer.Load(), to.task, atomic.LoadInt64(&to.deadline)
 	to.timer.Store(t)
 	to.task = task
 	atomic.StoreInt64(&to.deadline, addDelay(now, delay))
-	if s&stOut == 0 && !t.shardFor(to).timeouts.push(to) {
-		// Stopped, as in scheduleTimeout: put to back as it was.
-		to.timer.Store(prevTimer)
-		to.task = prevTask
-		atomic.StoreInt64(&to.deadline, prevDeadline)
-		t.pendingFor(to).Add(-1)
-		to.abortArm(setNew)
-		return ErrTimerStopped
-	}
-	// Armed while its run is out, it reaches the worker when the run
-	// returns (see Timer.runReturned).
-	to.endArm(left, notifies)
-	if s&stOut == 0 {
+	to.unlock(ns + genOne)
+	if ns.held() == heldNew {
 		t.nudgeWorker(now)
 	}
 	return nil
+}
+
+// armRefusal is why Schedule refuses to arm a Timeout, or armable.
+type armRefusal uint8
+
+const (
+	armable armRefusal = iota
+	refusedPending
+	refusedCallOwed
+	refusedRunElsewhere
+	refusedPeriodicRun
+	refusedHeldElsewhere
+)
+
+// refusal returns why Schedule may not arm to, whose state is s, on t
+// (under to's lock), or armable. A Timeout held nowhere may be armed on any
+// Timer; one out on its one-shot run, on the Timer it ran on; one cancelled
+// and still held by t, where it is.
+func (t *Timer) refusal(to *Timeout, s state) armRefusal {
+	switch {
+	case s.phase() == stPending:
+		return refusedPending
+	case s&stOwesCancelled != 0:
+		return refusedCallOwed
+	case s.held() == heldNowhere:
+		return armable
+	case s.held() == heldPeriodicRun:
+		return refusedPeriodicRun
+	case to.timer.Load() != t:
+		if s.held() == heldRun {
+			return refusedRunElsewhere
+		}
+		return refusedHeldElsewhere
+	case s.held() == heldRun, s.phase() == stCancelled && s.held() != heldChanges:
+		return armable
+	}
+	return refusedHeldElsewhere
+}
+
+// err returns the error Schedule returns for the refusal.
+func (r armRefusal) err() error {
+	var why string
+	switch r {
+	case refusedPending:
+		why = "it is pending; Reset moves its deadline"
+	case refusedCallOwed:
+		why = "its Cancelled call has not been made yet"
+	case refusedRunElsewhere:
+		why = "its run on another Timer has not returned yet"
+	case refusedPeriodicRun:
+		why = "it is periodic, cancelled during a run that has not returned yet"
+	default:
+		why = "its Timer has not taken in its end yet"
+	}
+	return fmt.Errorf("%w: %s", ErrTimeoutPending, why)
 }
 
 // addDelay returns the deadline delay after now, both in nanoseconds since
@@ -601,17 +644,41 @@ func isFakeClock(now time.Time) bool { return now == now.Round(0) }
 // elapsed returns the nanoseconds since the timer started, on its clock: the
 // monotonic clock, or a synctest bubble's fake one. It is negative when the
 // caller reads another clock than the timer's: a timer of the real clock
-// read inside a bubble sees the bubble's clock, which starts in 2000; one of
-// a bubble read outside it sees a reading with a monotonic clock.
+// read inside a bubble sees the bubble's clock, which has no monotonic
+// reading; one of a bubble read outside it sees a reading with one.
 func (t *Timer) elapsed() int64 {
-	if !t.conf.createdOnFakeClock {
-		return int64(time.Since(t.life.startTime))
+	if t.conf.createdOnFakeClock {
+		now := time.Now()
+		if !isFakeClock(now) {
+			return -1
+		}
+		return int64(now.Sub(t.life.startTime))
 	}
+	// time.Since reads the monotonic clock alone, about half the cost of
+	// time.Now, but inside a bubble it returns the difference of the fake
+	// wall clock and the start's: negative until the fake clock passes the
+	// real start, anything after. A reading less than a millisecond after
+	// the latest one checked comes from the real clock; any other is
+	// checked with time.Now, whose reading tells a bubble's clock (see
+	// isFakeClock). So a bubble is told every time, but for a fake clock
+	// within a millisecond of the real clock's latest checked reading.
+	d := int64(time.Since(t.life.startTime))
+	if seen := t.life.clockSeen.Load(); d < seen || d-seen >= int64(time.Millisecond) {
+		return t.checkedElapsed()
+	}
+	return d
+}
+
+// checkedElapsed is elapsed for a Timer of the real clock, from a reading
+// of time.Now: -1 inside a bubble. It records a real reading in clockSeen.
+func (t *Timer) checkedElapsed() int64 {
 	now := time.Now()
-	if !isFakeClock(now) {
+	if isFakeClock(now) {
 		return -1
 	}
-	return int64(now.Sub(t.life.startTime))
+	d := int64(now.Sub(t.life.startTime))
+	t.life.clockSeen.Store(d)
+	return d
 }
 
 // PendingTimeouts returns the number of timeouts scheduled that have neither

@@ -1,8 +1,16 @@
 package hashedwheel
 
+// A timeout's way through the worker, in the order it takes it: the worker
+// takes it in from a queue of new timeouts (takeNew) and places it in the
+// bucket of its check tick (place); it takes it in again from the changes
+// queue when Cancel or Reset pointed it out (takeChange); it looks at it when
+// it walks its bucket (expireTimeouts), places it again or hands its run out
+// (expireDue, then handOut in run.go); and it lets go of a cancelled one
+// (letGo). Each step is one critical section under the timeout's lock (see
+// state.go), in which the worker also changes its own lists.
+
 import (
 	"math"
-	"runtime"
 	"sync/atomic"
 )
 
@@ -21,8 +29,8 @@ func (t *Timer) link(to *Timeout, idx, from int64) {
 	b.add(to, from)
 }
 
-// bucketOf returns the index of the bucket a linked timeout is in.
-func (t *Timer) bucketOf(to *Timeout) int64 { return int64(to.checkTick.Load()) & t.conf.mask }
+// bucketOf returns the index of the bucket a timeout in the wheel is in.
+func (t *Timer) bucketOf(to *Timeout) int64 { return int64(to.checkTick) & t.conf.mask }
 
 // unlink takes to out of its bucket.
 func (t *Timer) unlink(to *Timeout) {
@@ -34,20 +42,16 @@ func (t *Timer) unlink(to *Timeout) {
 	}
 }
 
-// place puts to, whose stLinked is set, into the bucket of its check tick
-// (see checktick.go), taking it out of the bucket it is in if linked is
-// true, and records that tick in its checkTick. Then it
-// reads the deadline again, as a Reset to an earlier one that read checkTick
-// before this wrote it may have left the move to the worker (see
-// Timeout.Reset); it reports false if the deadline changed, and the caller
-// places the timeout again.
+// place puts to, under its lock, into the bucket of its check tick (see
+// checktick.go), taking it out of the bucket it is in if inBucket is true,
+// and records that tick in its checkTick.
 //
 // A timeout placed in the current tick's bucket is due at this tick: place
 // must not be called while that bucket is being walked, unless the caller
 // looks at the timeout again (see expireTimeouts).
-func (t *Timer) place(to *Timeout, linked bool) bool {
-	deadline := atomic.LoadInt64(&to.deadline)
-	check := t.checkTickOf(to, deadline, linked)
+func (t *Timer) place(to *Timeout, inBucket bool) {
+	deadline := to.deadline
+	check := t.checkTickOf(to, deadline, inBucket)
 	if assertInvariants {
 		t.assertCheckTick(to, deadline, check)
 	}
@@ -58,69 +62,48 @@ func (t *Timer) place(to *Timeout, linked bool) bool {
 	if t.conf.owned {
 		t.own.nextDueAt = min(t.own.nextDueAt, t.tickEnd(check))
 	}
-	if linked && t.bucketOf(to) != idx {
+	if inBucket && t.bucketOf(to) != idx {
 		t.unlink(to)
-		linked = false
+		inBucket = false
 	}
-	moved := uint32(check) != to.checkTick.Load()
-	if moved {
-		to.checkTick.Store(uint32(check))
-	}
-	if linked {
+	to.checkTick = uint32(check)
+	if inBucket {
 		b := &t.wheel.buckets[idx]
 		b.minDue = min(b.minDue, from)
-		if !moved {
-			return true // nothing a Reset relies on has changed
-		}
 	} else {
 		t.link(to, idx, from)
 	}
-	return atomic.LoadInt64(&to.deadline) == deadline
 }
 
-// processChanges handles the timeouts that Cancel or Reset pointed out since
-// the last tick: it unlinks the cancelled ones from their buckets and lets go
-// of them, and moves those reset to a deadline before their check tick to
-// the bucket of their new one. A cancelled one that Schedule armed again
-// meanwhile is pending again, and is placed as a Reset one is.
+// processChanges takes in the timeouts that Cancel or Reset pointed out
+// since the last tick (see takeChange).
 func (t *Timer) processChanges() {
-	for {
-		to := t.changes.pop()
-		if to == nil {
-			return
-		}
-		t.processChange(to)
+	for to := t.changes.pop(); to != nil; to = t.changes.pop() {
+		t.takeChange(to)
 	}
 }
 
-// processChange handles one timeout taken from the changes queue. Only a
-// linked timeout is pushed, and nothing else unlinks a pending or cancelled
-// one.
-func (t *Timer) processChange(to *Timeout) {
-	if to.state.Load()&phaseMask == stCancelled {
-		// Unlink first, as another Timer may link it once it is let go.
-		// stQueued is cleared with stLinked, so that a Cancel of a revived
-		// arm meanwhile does not push it again: the let-go then sees it.
+// takeChange takes in a timeout popped from the changes queue: it unlinks a
+// cancelled one and lets go of it, and places again one that is pending
+// (Reset to a deadline before its check tick, or cancelled and armed again
+// by Schedule since). A stopping worker has taken one held heldChanges out
+// of its bucket and counted it already: it just lets go of it.
+func (t *Timer) takeChange(to *Timeout) {
+	s := to.lock()
+	switch {
+	case s.held() == heldChanges:
+		t.letGo(to, s, false)
+	case s.phase() == stPending:
+		t.place(to, true)
+		to.unlock(s.withHeld(heldBucket))
+	default:
 		t.unlink(to)
-		if s, ok := to.letGo(stLinked | stQueued); ok {
-			t.countCancelled(to, s)
-			return
-		}
-		// Revived: pending again, and no longer in its bucket.
-		to.takeChange()
-		t.placeNew(to)
-		return
-	}
-	// Pending: reset, or revived. (A one-shot in this queue is not expired:
-	// expireTimeouts leaves a due one that is queued for here.) stQueued is
-	// cleared first: a change made later is pushed again rather than lost.
-	to.takeChange()
-	for !t.place(to, true) {
+		t.letGo(to, s, true)
 	}
 }
 
-// transferTimeoutsToBuckets moves new timeouts, and periodic timeouts back
-// from a run, into their buckets, as many as the tick's transfer budget
+// transferTimeoutsToBuckets takes in new timeouts, and periodic timeouts
+// back from a run (see takeNew), as many as the tick's transfer budget
 // allows, and returns how many it took from the queues. It starts at a
 // different shard each time, so that none waits behind the others. A timeout
 // whose deadline is in a tick already processed goes into the current bucket
@@ -152,7 +135,7 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 			}
 			t.wheel.transferBudget--
 			taken++
-			t.transfer(to)
+			t.takeNew(to)
 		}
 		if d := q.takeDropped(); d > 0 {
 			t.wheel.counters.cancelled += uint64(d)
@@ -178,111 +161,99 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 	return taken
 }
 
-// transfer puts a timeout from the new-timeouts queue into its bucket, or
-// lets go of it if it was cancelled meanwhile.
-func (t *Timer) transfer(to *Timeout) {
-	for {
-		s := to.state.Load()
-		switch {
-		case s&stReturning != 0:
-			t.rearm(to)
-			return
-		case s&phaseMask == stPending:
-			// Netty's remainingRounds would be (deadline/tick -
-			// t.wheel.tick) / len(wheel): the visits to the bucket before
-			// the one at which it is due.
-			if to.markLinked(s) {
-				t.placeNew(to)
-				return
-			}
-		default:
-			// Cancelled while queued; Cancel has counted it out. letGo
-			// waits for a Schedule that holds it, and fails if one revived
-			// it: then it is pending, and placed above.
-			if s, ok := to.letGo(stNew); ok {
-				t.countCancelled(to, s)
-				return
-			}
-		}
+// takeNew takes in a timeout popped from a queue of new timeouts: a new
+// one, or a periodic one whose run has returned (heldReturning), which
+// leaves the list of runs. It places a pending one in its bucket, and lets
+// go of one cancelled meanwhile.
+func (t *Timer) takeNew(to *Timeout) {
+	s := to.lock()
+	if s.held() == heldReturning {
+		t.wheel.running.remove(to)
 	}
+	if s.phase() != stPending {
+		t.letGo(to, s, true)
+		return
+	}
+	// Netty's remainingRounds would be (deadline/tick - t.wheel.tick) /
+	// len(wheel): the visits to the bucket before the one at which it is
+	// due.
+	t.place(to, false)
+	to.unlock(s.withHeld(heldBucket))
 }
 
-// placeNew places a timeout that has just been marked linked.
-func (t *Timer) placeNew(to *Timeout) {
-	for linked := false; !t.place(to, linked); linked = true {
-	}
+// dropCancelled lets go, in one step, of a timeout that a queue of new
+// timeouts takes and that needs nothing more from the worker: Cancel
+// cancelled it while it was queued and no Cancelled call is owed. It
+// reports whether it did; the caller counts it.
+func (to *Timeout) dropCancelled() bool {
+	s := to.load()
+	return s&(phaseMask|heldMask|stOwesCancelled) == stCancelled|heldNew &&
+		to.swap(s, s.withHeld(heldNowhere))
 }
 
-// rearm takes back a periodic timeout whose run has returned: it links it
-// for its next run, which the goroutine that ran it has set, or lets go of it
-// if it was cancelled meanwhile.
-func (t *Timer) rearm(to *Timeout) {
-	t.wheel.running.remove(to)
-	s, linked := to.endReturn()
-	switch {
-	case linked:
-		t.placeNew(to)
-	case s&phaseMask == stCancelled:
-		// Cancel cancelled it during its run or since (Stop cancels only in
-		// collectUnprocessed, which does not come here).
-		t.countCancelled(to, s)
+// letGo ends the critical section of a cancelled timeout s that the worker
+// is done with, out of its lists: it lets go of it (held nowhere), counts
+// the cancel if count, and makes the Cancelled call owed, if any, after the
+// section, with the task read inside it.
+func (t *Timer) letGo(to *Timeout, s state, count bool) {
+	if count {
+		t.wheel.counters.cancelled++
+	}
+	ns := s.withHeld(heldNowhere) &^ stOwesCancelled
+	owed := s&stOwesCancelled != 0
+	task := to.task
+	to.unlock(ns)
+	if owed {
+		t.callCancelled(to, task)
 	}
 }
 
 // expireTimeouts visits bucket idx at the end of tick t.wheel.tick: it hands
-// out the tasks of the timeouts whose deadline is before the end of the
-// tick, and places the others again, where their next check tick says (it
-// keeps those looked at in a later turn where they are). It hands out no
-// task once the timer is stopped (for example by one of the tasks), leaving
-// the rest for Stop. Callers visit a bucket only if its minDue says
-// something in it may need the worker at this tick.
+// out the runs of the timeouts whose deadline is before the end of the tick,
+// and places the others again, where their next check tick says (it keeps
+// those looked at in a later turn where they are). It hands out no run once
+// the timer is stopped (for example by one of the tasks), leaving the rest
+// for Stop. Callers visit a bucket only if its minDue says something in it
+// may need the worker at this tick.
 //
-// Cancelled timeouts are left linked: the worker unlinks them from the
-// changes queue at the start of the next tick.
+// A timeout in the changes queue (cancelled, reset or revived since the
+// last tick) is left where it is: its next field links that queue, and
+// takeChange, at the start of the next tick, brings it where it belongs.
 func (t *Timer) expireTimeouts(idx int64) {
 	t.wheel.walked++
 	end := t.tickEnd(t.wheel.tick)
 	b := &t.wheel.buckets[idx]
 	b.minDue = math.MaxInt64
-	// now is the time of the hand-outs, for the statistics and for the skip
-	// of a periodic timeout's runs behind: read every 64 hand-outs, and
-	// again after a task ran here (it may have blocked).
+	// now is the time of the hand-outs, for the statistics and for the
+	// skip of a periodic timeout's runs behind: read every 64 hand-outs,
+	// and again after a task ran here (it may have blocked).
 	var now int64
 	stale, handed := true, 0
 	for to := b.head; to != nil; {
 		next := to.bucketNext
-		s, deadline, due := t.claimDue(to, end)
+		s := to.lock()
+		deadline := to.deadline
 		switch {
-		case s&phaseMask != stPending:
-			// Cancelled: unlinked by processChanges.
-		case due && s&stQueued != 0:
-			// In the changes queue, or about to be pushed there, since
-			// processChanges ran: its next field links that queue, and on
-			// an owned Timer it was reset during this Advance, and runs at
-			// the next. processChanges brings it back to the current bucket
-			// first. (claimDue did not claim it.)
-			b.minDue = min(b.minDue, deadline)
-		case !due:
-			if !t.place(to, true) {
-				continue // reset meanwhile: look at it again
+		case s.held() != heldBucket:
+			// Cancelled, or pending and queued for takeChange: if that
+			// one is due, it is due at the tick takeChange places it in.
+			if s.phase() == stPending && deadline < end {
+				b.minDue = min(b.minDue, deadline)
 			}
+			to.unlock(s)
+		case deadline >= end:
+			t.place(to, true)
+			to.unlock(s)
+		case t.isStopped():
+			to.unlock(s)
+			return // the rest is for Stop
 		default:
-			if t.isStopped() {
-				to.release()
-				return // the rest is for Stop
-			}
-			// stBusy keeps Schedule from rewriting the task until the
-			// run is handed out with it.
-			task := to.task
 			if stale || handed%64 == 0 {
 				now, stale = t.elapsed(), false
 			}
-			if !t.expire(to, idx, s, now, task) {
-				break // cancelled meanwhile: processChanges unlinks it
-			}
 			handed++
 			t.countLateness(now - deadline)
-			switch returned := t.handOut(to, task); {
+			switch returned := t.handOut(t.expireDue(to, s, now)); {
 			case returned >= 0:
 				now = returned // a periodic run returned here
 			case returned == ranHere:
@@ -293,64 +264,28 @@ func (t *Timer) expireTimeouts(idx int64) {
 	}
 }
 
-// claimDue reads to's state and deadline consistently, and reports whether
-// the timeout is pending and due before end. It waits out a Reset that is
-// writing the deadline. For a due timeout that is not in the changes queue,
-// it takes stBusy, so that no Reset moves the deadline, and no Schedule
-// rewrites the task, before the worker hands the timeout out; s then has
-// stBusy set, and the caller clears it (with the expiry, or with release).
-func (t *Timer) claimDue(to *Timeout, end int64) (s int32, deadline int64, due bool) {
-	for {
-		s = to.state.Load()
-		if s&phaseMask != stPending {
-			return s, 0, false
-		}
-		if s&stBusy != 0 {
-			runtime.Gosched() // a Reset holds it for two stores
-			continue
-		}
-		deadline = atomic.LoadInt64(&to.deadline)
-		if deadline >= end || s&stQueued != 0 {
-			return s, deadline, deadline < end
-		}
-		if to.claim(s) {
-			// A Reset may have written the deadline since it was read.
-			s |= stBusy
-			deadline = atomic.LoadInt64(&to.deadline)
-			if deadline < end {
-				return s, deadline, true
-			}
-			to.release()
-			return s &^ stBusy, deadline, false
-		}
-	}
-}
-
-// expire moves to, pending and due with state s (claimed by claimDue), to
-// expired (or, if its task is periodic, to running) and out of bucket idx.
-// It returns false if a Cancel came since the claim: the timeout is then
-// linked again, for processChanges to let go of. now is about the time of
-// the hand-out.
-func (t *Timer) expire(to *Timeout, idx int64, s int32, now int64, task TimerTask) bool {
-	p, periodic := task.(*periodicTask)
-	// Out of its bucket before it is expired, as a Schedule may then arm it
-	// on another Timer, whose worker links it.
+// expireDue ends the critical section of to, pending in its bucket and
+// due, with state s: it takes it out of the bucket and hands its run out,
+// returning what handOut needs. A one-shot arm expires, held by its run
+// (heldRun) until the run returns, so that an arm made meanwhile is not
+// handed out before that (see endRun). A periodic arm
+// stays pending, on the list of runs (heldPeriodicRun), due at the time of
+// this run (skipping those more than a period behind now) until the run
+// returns.
+func (t *Timer) expireDue(to *Timeout, s state, now int64) hand {
+	task := to.task
+	h := hand{to: to, task: task, where: t.runsWhere(task)}
 	t.unlink(to)
-	if !to.markExpired(s, periodic) {
-		t.link(to, idx, math.MaxInt64)
-		return false
-	}
-	if periodic {
-		// Deadline reports this run's due time until the run returns.
-		// Reset returns false while stRunning is set, so the worker alone
-		// writes it. A worker that fell behind (a task held it up) hands
-		// out this run as the latest one due, skipping those more than a
-		// period behind.
-		atomic.StoreInt64(&to.deadline, skipBehind(atomic.LoadInt64(&to.deadline), p.period, now))
+	var ns state
+	if p, periodic := task.(*periodicTask); periodic {
+		atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
 		t.wheel.running.add(to, 0)
+		ns = s.withHeld(heldPeriodicRun)
 	} else {
+		ns = s.withPhase(stExpired).withHeld(heldRun)
 		t.pendingFor(to).Add(-1)
 	}
+	to.unlock(ns)
 	t.wheel.counters.expired++
-	return true
+	return h
 }

@@ -146,7 +146,10 @@ func TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove(t *testing.T) {
 		synctest.Wait()
 		// Placed at the tick an eighth of an hour before its deadline.
 		check := int64(time.Hour/tick) - int64(time.Hour/tick)>>checkAheadShift
-		require.Equal(t, uint32(check), far.checkTick.Load())
+		s := far.lock()
+		got := far.checkTick
+		far.unlock(s)
+		require.Equal(t, uint32(check), got)
 
 		// Hold the worker in a task, so that it takes nothing from the
 		// changes queue while the resets are looked at.
@@ -256,7 +259,7 @@ func BenchmarkTransferCancelled(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(timeouts) {
 		for _, to := range timeouts[:min(len(timeouts), b.N-i)] {
-			to.state.Store(stCancelled | stNew) // the worker let go of it last time
+			to.state.Store(uint32(stCancelled | heldNew)) // the worker let go of it last time
 			tm.shardFor(to).timeouts.push(to)
 		}
 		tm.wheel.transferBudget = maxTransfersPerTick

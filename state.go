@@ -1,0 +1,216 @@
+package hashedwheel
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// A Timeout's life is its state word, and every change to it is a critical
+// section under the Timeout's own lock, as the runtime guards a time.Timer
+// with its t.mu: take the lock (lock), check the state and the fields it
+// guards, write them, and release the lock with the new state (unlock). A
+// critical section never blocks, never allocates and never calls user code:
+// what it decides to do with user code (run a task, make a Cancelled call)
+// happens after it, with what it read inside. Goroutines that only look
+// (IsExpired, IsCancelled, Deadline, Timer, and the refusal of Cancel on an
+// arm that has ended) load the word without the lock.
+//
+// The word holds:
+//   - the lock bit, stLocked;
+//   - the phase: stUnarmed (the zero Timeout), stPending, stCancelled or
+//     stExpired. An arm moves once from pending to cancelled or expired; a
+//     periodic arm stays pending until it is cancelled. Schedule arms an
+//     ended Timeout again, and counts one more arm in the generation;
+//   - where the Timeout is held, one value of the field held (below);
+//   - stWantsCancelled: the arm's task is a CancelledTask;
+//   - stOwesCancelled: Cancel cancelled such an arm, and its Cancelled call
+//     has not been made. Schedule refuses the Timeout meanwhile, as the call
+//     needs the arm's task;
+//   - the generation, the bits above: one more with every arm.
+//
+// The lock guards, besides the word, the fields Timeout.task,
+// Timeout.checkTick, the writes of Timeout.timer and Timeout.deadline (read
+// without it by the lookers) and, while a Timeout is held, which list or
+// queue it is in. The worker's own structures (buckets, the list of periodic
+// runs) are the worker's: it changes them only inside a critical section of
+// the Timeout it moves, so that where a Timeout is held and the list it is
+// in change together.
+//
+// Where a Timeout is held (the field held), and who moves it there:
+//
+//	heldNowhere           no Timer refers to it: unarmed, or ended and let go.
+//	heldNew               in a shard's queue of new timeouts: pushed, inside
+//	                      the section, by NewTimeout's publication or Schedule
+//	                      (a Timeout heldNowhere), or by the end of a run that
+//	                      was armed again while out (heldRun).
+//	heldBucket            in a bucket of the wheel: placed by the worker.
+//	heldBucketAndChanges  in a bucket, and in the changes queue (Timeout.next):
+//	                      pushed there, inside the section, by a Cancel of a
+//	                      Timeout heldBucket, or by a Reset to a deadline
+//	                      before its check tick. The worker alone takes it out.
+//	heldChanges           in the changes queue, and out of its bucket: a
+//	                      stopping worker took it from its bucket.
+//	heldRun               out on a one-shot run on the pool or the executor,
+//	                      not returned. (A run on the worker's own goroutine
+//	                      is let go as it is handed out: nothing else runs
+//	                      there meanwhile.)
+//	heldPeriodicRun       out on a periodic run, and on the worker's list of
+//	                      runs; Reset refuses it.
+//	heldReturning         a periodic run has returned: in a queue of new
+//	                      timeouts on its way back, and on the list of runs.
+//
+// The critical sections, one row each. From: the phase and held value that
+// the section acts on (others it leaves as they are, or refuses). To: what
+// it writes. Every row runs under the Timeout's lock; the functions are
+// named beside it.
+//
+//	by                        from                          to                                       function
+//	NewTimeout (unpublished)  unarmed, nowhere              pending, new; pushed                     Timer.scheduleTimeout
+//	Schedule                  ended, nowhere                pending, new; pushed                     Timer.Schedule
+//	Schedule                  expired, run (on this Timer)  pending, run (its end pushes it)         Timer.Schedule
+//	Schedule (revive)         cancelled, new, bucket+chg,   pending, where it is; the cancel is
+//	                          run or returning, this Timer  counted aside                            Timer.Schedule
+//	Cancel                    pending, bucket               cancelled, bucket+changes; pushed        Timeout.Cancel
+//	Cancel                    pending, elsewhere            cancelled, where it is                   Timeout.Cancel
+//	Reset                     pending, not periodic run     new deadline; bucket -> bucket+changes
+//	                                                        and pushed if before its check tick     Timeout.Reset
+//	worker, new timeout       pending, new or returning     bucket (placed)                          Timer.takeNew
+//	worker, new timeout       cancelled, new or returning   nowhere; Cancelled call taken            Timer.takeNew
+//	worker, changes queue     pending, bucket+changes       bucket (placed again)                    Timer.takeChange
+//	worker, changes queue     cancelled, bucket+changes     nowhere, unlinked; call taken            Timer.takeChange
+//	worker, changes queue     any, changes (stopping)       nowhere; call taken                      Timer.takeChange
+//	worker, bucket walk       pending, bucket, not due      bucket (placed again)                    Timer.expireTimeouts
+//	worker, bucket walk       pending, bucket, due          expired, run or nowhere; periodic: periodic run  Timer.expireDue
+//	run's goroutine           any, run                      nowhere; new and pushed if armed again   Timer.endRun
+//	run's goroutine           any, periodic run             returning, next deadline; pushed         Timer.handBack
+//	worker, stopping          pending, held by the Timer    cancelled (Stop's), let go               Timer.cancelForStop
+//	worker, stopping          cancelled, held by the Timer  let go; call taken                       Timer.cancelForStop
+//
+// "ended" is cancelled or expired, with no Cancelled call owed. "Let go"
+// is heldNowhere, or heldChanges for a Timeout that is still in the
+// changes queue: whoever takes it from there lets go of it. "Call taken":
+// if stOwesCancelled is set, the section clears it and reads the task, and
+// the worker makes the Cancelled call after the section. The worker is the
+// worker goroutine, or the holder of an owned Timer's own.advancing;
+// "stopping" is that goroutine cancelling what is pending for Stop. A
+// Cancelled call owed for a Timeout that leaves the worker otherwise (an
+// arm a late executor run made as Stop came) is made by the goroutine that
+// lets go of it.
+//
+// Rules that follow from the table, checked at every unlock under the tag
+// hashedwheel_assert (see assertState): a cancelled Timeout in a bucket is
+// in the changes queue too (heldBucketAndChanges), so the worker takes the
+// cancel in at its next take-in; an expired one is held by its run or
+// nowhere; a Cancelled call is owed only by a cancelled arm that wants it.
+
+// state is a Timeout's state word.
+type state uint32
+
+const (
+	stUnarmed   state = 0
+	stPending   state = 1
+	stCancelled state = 2
+	stExpired   state = 3
+	phaseMask   state = 3
+
+	heldShift                  = 2
+	heldNowhere          state = 0 << heldShift
+	heldNew              state = 1 << heldShift
+	heldBucket           state = 2 << heldShift
+	heldBucketAndChanges state = 3 << heldShift
+	heldChanges          state = 4 << heldShift
+	heldRun              state = 5 << heldShift
+	heldPeriodicRun      state = 6 << heldShift
+	heldReturning        state = 7 << heldShift
+	heldMask             state = 7 << heldShift
+
+	stLocked         state = 1 << 5
+	stWantsCancelled state = 1 << 6
+	stOwesCancelled  state = 1 << 7
+
+	// genOne is one arm in the generation, the bits above the flags.
+	genOne state = 1 << 8
+)
+
+// phase returns the phase of s.
+func (s state) phase() state { return s & phaseMask }
+
+// held returns where s says the Timeout is held.
+func (s state) held() state { return s & heldMask }
+
+// withPhase returns s with phase p.
+func (s state) withPhase(p state) state { return s&^phaseMask | p }
+
+// withHeld returns s held at h.
+func (s state) withHeld(h state) state { return s&^heldMask | h }
+
+// inBucket reports whether s is held in a bucket of the wheel.
+func (s state) inBucket() bool {
+	return s.held() == heldBucket || s.held() == heldBucketAndChanges
+}
+
+// load reads the state without the lock, for a caller that just looks.
+func (to *Timeout) load() state {
+	explorePoint("load")
+	return state(to.state.Load())
+}
+
+// lock takes the Timeout's lock and returns the state, without stLocked.
+// Critical sections are short and never block, so a caller that finds the
+// lock held yields and tries again.
+func (to *Timeout) lock() state {
+	for {
+		explorePoint("load")
+		s := state(to.state.Load())
+		if s&stLocked == 0 {
+			explorePoint("lock")
+			if to.state.CompareAndSwap(uint32(s), uint32(s|stLocked)) {
+				return s
+			}
+			continue
+		}
+		explorePoint("lock-wait")
+		runtime.Gosched()
+	}
+}
+
+// unlock ends a critical section: it writes the new state s and releases
+// the lock in one store.
+func (to *Timeout) unlock(s state) {
+	if assertInvariants {
+		assertState(to, s)
+	}
+	explorePoint("unlock")
+	to.state.Store(uint32(s &^ stLocked))
+}
+
+// swap is a critical section that writes only the state word, in one step:
+// from s, unlocked, to ns. It reports false, changing nothing, if the state
+// is no longer s (or is locked); the caller then takes the lock.
+func (to *Timeout) swap(s, ns state) bool {
+	if assertInvariants {
+		assertState(to, ns)
+	}
+	explorePoint("swap")
+	return s&stLocked == 0 && to.state.CompareAndSwap(uint32(s), uint32(ns))
+}
+
+// assertState panics if s breaks a rule of the table above.
+func assertState(to *Timeout, s state) {
+	var broken string
+	switch phase, held := s.phase(), s.held(); {
+	case phase == stUnarmed && held != heldNowhere:
+		broken = "an unarmed Timeout is held"
+	case phase == stCancelled && held == heldBucket:
+		broken = "a cancelled Timeout in a bucket is not queued for take-in"
+	case phase == stExpired && held != heldNowhere && held != heldRun:
+		broken = "an expired Timeout is held by another than its run"
+	case phase == stPending && held == heldChanges:
+		broken = "a pending Timeout is in the changes queue out of its bucket"
+	case s&stOwesCancelled != 0 && (phase != stCancelled || s&stWantsCancelled == 0):
+		broken = "a Cancelled call is owed by an arm that is not cancelled or does not want it"
+	}
+	if broken != "" {
+		panic(fmt.Sprintf("hashedwheel: invariant broken: %s (state %#x)", broken, uint32(s)))
+	}
+}
