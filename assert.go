@@ -49,3 +49,16 @@ func (t *Timer) assertNothingDue(idx int64) {
 		}
 	}
 }
+
+// assertFoundIn panics if to, which the worker found in the list or queue
+// named list with state s, is not held there by its state: a Timeout is in
+// one place at a time, the one its held value says.
+func assertFoundIn(to *Timeout, s state, list string, held ...state) {
+	for _, h := range held {
+		if s.held() == h {
+			return
+		}
+	}
+	panic(fmt.Sprintf("hashedwheel: found %v in %s, but its state %#x says it is held elsewhere",
+		to, list, uint32(s)))
+}

@@ -174,6 +174,12 @@ func (to *Timeout) lock() state {
 	}
 }
 
+// initState sets the state of a Timeout that nobody else can reach yet:
+// one NewTimeout has made and not published, or whose publication failed.
+func (to *Timeout) initState(s state) {
+	to.state.Store(uint32(s))
+}
+
 // unlock ends a critical section: it writes the new state s and releases
 // the lock in one store.
 func (to *Timeout) unlock(s state) {

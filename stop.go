@@ -144,6 +144,9 @@ func (t *Timer) closeQueues() {
 // closeQueues takes it from there.
 func (t *Timer) cancelRunForStop(to *Timeout) {
 	s := to.lock()
+	if assertInvariants {
+		assertFoundIn(to, s, "the list of runs", heldPeriodicRun, heldReturning)
+	}
 	if s.held() == heldReturning {
 		to.unlock(s)
 		return

@@ -90,6 +90,9 @@ func (t *Timer) processChanges() {
 // of its bucket and counted it already: it just lets go of it.
 func (t *Timer) takeChange(to *Timeout) {
 	s := to.lock()
+	if assertInvariants {
+		assertFoundIn(to, s, "the changes queue", heldBucketAndChanges, heldChanges)
+	}
 	switch {
 	case s.held() == heldChanges:
 		t.letGo(to, s, false)
@@ -167,6 +170,9 @@ func (t *Timer) transferTimeoutsToBuckets() int {
 // go of one cancelled meanwhile.
 func (t *Timer) takeNew(to *Timeout) {
 	s := to.lock()
+	if assertInvariants {
+		assertFoundIn(to, s, "a queue of new timeouts", heldNew, heldReturning)
+	}
 	if s.held() == heldReturning {
 		t.wheel.running.remove(to)
 	}
@@ -232,6 +238,9 @@ func (t *Timer) expireTimeouts(idx int64) {
 	for to := b.head; to != nil; {
 		next := to.bucketNext
 		s := to.lock()
+		if assertInvariants {
+			assertFoundIn(to, s, "a bucket", heldBucket, heldBucketAndChanges)
+		}
 		deadline := to.deadline
 		switch {
 		case s.held() != heldBucket:

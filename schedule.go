@@ -1,0 +1,281 @@
+package hashedwheel
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// NewTimeout schedules task to run once, after delay. A delay of zero or less
+// runs it at the next tick; a delay too large to represent saturates, and the
+// task never runs. The task runs on the worker goroutine, on the
+// [WithTaskWorkers] pool or through the [WithTaskExecutor] executor, at the
+// first tick at or after the deadline.
+//
+// On the worker, tasks run one at a time: a task that blocks (a write to a
+// slow peer, a lock) delays every timeout due after it. Give such tasks
+// [WithTaskWorkers], and watch [Timer.Stats] for late runs.
+//
+// It costs one 64-byte allocation; [Timer.Schedule] arms a Timeout of yours
+// (a field of your own struct) without one.
+//
+// NewTimeout returns [ErrNilTask] for a nil task, [ErrTimerStopped] after
+// [Timer.Stop], an error wrapping [ErrTooManyPendingTimeouts] when the timer
+// holds its [WithMaxPendingTimeouts] limit, and the errors of [Timer.Start]:
+// [ErrNotCreated], and [ErrClockMismatch] for a Timer used with another clock
+// than its own (see [NewTimer]).
+func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error) {
+	if isNilTask(task) {
+		return nil, ErrNilTask
+	}
+	to := &Timeout{task: task}
+	to.timer.Store(t)
+	if err := t.scheduleTimeout(to, delay, wantsCancelled(task)); err != nil {
+		return nil, err
+	}
+	return to, nil
+}
+
+// AfterFunc schedules f to run once, after delay, like [Timer.NewTimeout]. The
+// returned Timeout's Task calls f.
+func (t *Timer) AfterFunc(delay time.Duration, f func()) (*Timeout, error) {
+	if f == nil {
+		return nil, ErrNilTask
+	}
+	to := &Timeout{task: funcTask(f)}
+	to.timer.Store(t)
+	if err := t.scheduleTimeout(to, delay, 0); err != nil {
+		return nil, err
+	}
+	return to, nil
+}
+
+// isNilTask reports whether task is nil, or a nil TimerFunc or func.
+func isNilTask(task TimerTask) bool {
+	switch f := task.(type) {
+	case nil:
+		return true
+	case TimerFunc:
+		return f == nil
+	case funcTask:
+		return f == nil
+	}
+	return false
+}
+
+// scheduleTimeout schedules to, whose timer and task are set, after delay;
+// wants is stWantsCancelled if the task is a CancelledTask. The caller
+// allocates to, possibly inside a larger object, and publishes it only if
+// scheduleTimeout succeeds.
+func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration, wants state) error {
+	now, err := t.armable()
+	if err != nil {
+		return err
+	}
+	if n, ok := t.countPending(to); !ok {
+		return t.tooManyPending(n)
+	}
+	// Nobody else can reach to until the push publishes it, so its first
+	// state needs no lock; a push that fails leaves it unseen.
+	to.deadline = addDelay(now, delay)
+	to.initState(stPending | heldNew | wants)
+	if !t.shardFor(to).timeouts.push(to) {
+		// The worker has stopped and taken what it had: the caller gets
+		// an error and never sees the timeout. A push that succeeds comes
+		// before that, and the stopping worker cancels the timeout (Stop
+		// returns it) if it has not expired.
+		to.initState(stUnarmed)
+		t.pendingFor(to).Add(-1)
+		return ErrTimerStopped
+	}
+	t.nudgeWorker(now)
+	return nil
+}
+
+// armable starts the timer if it is not running yet, and returns the time on
+// its clock, for a call that schedules a timeout.
+func (t *Timer) armable() (now int64, err error) {
+	if t.life.state.Load() != stateStarted {
+		if err := t.Start(); err != nil {
+			return 0, err
+		}
+	}
+	now = t.elapsed()
+	if now < 0 {
+		return 0, ErrClockMismatch
+	}
+	return now, nil
+}
+
+// countPending counts to among the pending timeouts, or reports false
+// (and the count n it found) if the timer holds its pending limit.
+func (t *Timer) countPending(to *Timeout) (n int64, ok bool) {
+	if t.conf.maxPendingTimeouts <= 0 {
+		t.pendingFor(to).Add(1)
+		return 0, true
+	}
+	return t.reservePending()
+}
+
+// nudgeWorker wakes the worker after a push of a new timeout at now, if it
+// sleeps past the next tick or is late to take new timeouts. The checks are
+// inline: at a million calls a second, most find nothing to do.
+func (t *Timer) nudgeWorker(now int64) {
+	if !t.wakeWorker() && now >= t.wake.kickAt.Load() {
+		t.kickWorker()
+	}
+}
+
+// Schedule arms to, a Timeout the caller owns (a field of its own struct,
+// say), to run task once after delay, as [Timer.NewTimeout] does, and
+// allocates nothing. to is the zero Timeout, or one that has ended: cancelled,
+// or expired, which a one-shot timeout is from the moment its run is handed
+// out, so a task may schedule its own Timeout again from inside its run, to
+// look again later at what it watches.
+//
+// Every rule of a timeout made by NewTimeout holds for the arm: the deadline
+// and the tick, Reset, Cancel, [CancelledTask], the [WithTaskWorkers] pool,
+// [Timer.Stats], the pending limit, a Timer made [WithoutWorker]. A Timeout
+// is one object: its methods act on, and report, its latest arm (Reset
+// returns true while that arm is pending, even if the run of an earlier one
+// is still going). Runs of one Timeout never overlap: one armed again while
+// its task is still running (on the pool, say) is handed to its Timer only
+// when that run returns, and never before its deadline.
+//
+// Schedule returns an error wrapping [ErrTimeoutPending], and changes
+// nothing, if to is pending (a periodic one included: Reset moves a pending
+// deadline); if it was cancelled on another Timer that has not taken the
+// cancel in yet (its worker does within about a tick; on a Timer made
+// WithoutWorker, its owner's next Advance or NextDeadline), or ran on another
+// Timer and its run has not returned yet; if its task is a
+// CancelledTask whose Cancelled call is still owed (it may be scheduled from
+// inside Cancelled); and if it was periodic and cancelled during a run that
+// has not returned. Calls racing on one ended Timeout arm it once: the others
+// get that error, unless a Cancel ended the arm first. On its own Timer, a
+// cancelled Timeout is armed again at once, where it is, for the cost of the
+// Cancel: the worker has nothing to do until its new deadline.
+//
+// Schedule returns [ErrNilTimeout] for a nil to, and the errors of NewTimeout:
+// [ErrNilTask], [ErrTimerStopped], an error wrapping
+// [ErrTooManyPendingTimeouts], [ErrNotCreated] and [ErrClockMismatch]. Each
+// leaves to as it was.
+func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error {
+	if to == nil {
+		return ErrNilTimeout
+	}
+	if isNilTask(task) {
+		return ErrNilTask
+	}
+	now, err := t.armable()
+	if err != nil {
+		return err
+	}
+	wants := wantsCancelled(task)
+	s := to.lock()
+	why := t.refusal(to, s)
+	if why != armable {
+		to.unlock(s)
+		return why.err()
+	}
+	n, ok := t.countPending(to)
+	if !ok {
+		to.unlock(s)
+		return t.tooManyPending(n)
+	}
+	ns := s.withPhase(stPending)&^stWantsCancelled | wants
+	switch {
+	case s.held() == heldRun && s.phase() == stExpired:
+		// Out on its run: the run's goroutine hands the arm to this Timer
+		// as it returns (see endRun), so that runs never overlap.
+	case s.held() != heldNowhere:
+		// Cancelled and still held by this Timer: armed again where it is
+		// (revived), which the holder finds pending, as after a Reset. Its
+		// cancel is never seen by the worker: count it here.
+		t.shardFor(to).cancelledAside.Add(1)
+	case !t.shardFor(to).timeouts.push(to):
+		// Stopped, as in scheduleTimeout: nothing was written.
+		to.unlock(s)
+		t.pendingFor(to).Add(-1)
+		return ErrTimerStopped
+	default:
+		ns = ns.withHeld(heldNew)
+	}
+	to.timer.Store(t)
+	to.task = task
+	atomic.StoreInt64(&to.deadline, addDelay(now, delay))
+	to.unlock(ns + genOne)
+	if ns.held() == heldNew {
+		t.nudgeWorker(now)
+	}
+	return nil
+}
+
+// armRefusal is why Schedule refuses to arm a Timeout, or armable.
+type armRefusal uint8
+
+const (
+	armable armRefusal = iota
+	refusedPending
+	refusedCallOwed
+	refusedRunElsewhere
+	refusedPeriodicRun
+	refusedHeldElsewhere
+)
+
+// refusal returns why Schedule may not arm to, whose state is s, on t
+// (under to's lock), or armable. A Timeout held nowhere may be armed on any
+// Timer; one out on its one-shot run, on the Timer it ran on; one cancelled
+// and still held by t, where it is.
+func (t *Timer) refusal(to *Timeout, s state) armRefusal {
+	switch {
+	case s.phase() == stPending:
+		return refusedPending
+	case s&stOwesCancelled != 0:
+		return refusedCallOwed
+	case s.held() == heldNowhere:
+		return armable
+	case s.held() == heldPeriodicRun:
+		return refusedPeriodicRun
+	case to.timer.Load() != t:
+		if s.held() == heldRun {
+			return refusedRunElsewhere
+		}
+		return refusedHeldElsewhere
+	case s.held() == heldRun, s.phase() == stCancelled && s.held() != heldChanges:
+		return armable
+	}
+	return refusedHeldElsewhere
+}
+
+// err returns the error Schedule returns for the refusal.
+func (r armRefusal) err() error {
+	var why string
+	switch r {
+	case refusedPending:
+		why = "it is pending; Reset moves its deadline"
+	case refusedCallOwed:
+		why = "its Cancelled call has not been made yet"
+	case refusedRunElsewhere:
+		why = "its run on another Timer has not returned yet"
+	case refusedPeriodicRun:
+		why = "it is periodic, cancelled during a run that has not returned yet"
+	default:
+		why = "its Timer has not taken in its end yet"
+	}
+	return fmt.Errorf("%w: %s", ErrTimeoutPending, why)
+}
+
+// addDelay returns the deadline delay after now, both in nanoseconds since
+// the timer started. Delays below zero count as zero, and a sum past
+// math.MaxInt64 saturates.
+func addDelay(now int64, delay time.Duration) int64 {
+	if delay <= 0 {
+		return now
+	}
+	if int64(delay) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(delay)
+}
+
