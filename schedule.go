@@ -278,4 +278,3 @@ func addDelay(now int64, delay time.Duration) int64 {
 	}
 	return now + int64(delay)
 }
-
