@@ -28,13 +28,13 @@ type TimerTask interface {
 // exits even if [Timer.Stop] comes first. The call comes on the worker
 // goroutine, also with [WithTaskWorkers] or [WithTaskExecutor]; on a Timer
 // made [WithoutWorker], inside the owner's [Timer.Advance] or
-// [Timer.NextDeadline], or inside [Timer.Stop] when no such call is in
-// progress. One exception: an arm that a run on a WithTaskExecutor executor
-// makes as Stop comes gets its call on that run's goroutine, as the run
-// returns (see [Timer.Schedule]). Timeouts that Stop
-// cancels are returned by Stop instead, and get no call. A panic in Cancelled
-// is recovered and logged, as one in Run is. Like Run, Cancelled should
-// return quickly: expiry waits for it.
+// [Timer.NextDeadline], or inside a Stop made while neither runs. One
+// exception: for an arm that a run on a WithTaskExecutor executor made as
+// Stop came, and that Cancel cancelled, the call comes on that run's
+// goroutine as the run returns (see [Timer.Schedule]). Timeouts that Stop
+// cancels are returned by Stop instead, and get no call. A panic in
+// Cancelled is recovered and logged, as one in Run is. Like Run, Cancelled
+// should return quickly: expiry waits for it.
 type CancelledTask interface {
 	TimerTask
 	Cancelled(timeout *Timeout)
