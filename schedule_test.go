@@ -926,6 +926,45 @@ func TestGuarantee21ScheduleCancelledTaskGetsOneCallPerArm(t *testing.T) {
 	})
 }
 
+// TestGuarantee21ScheduleFromInsideCancelledThatStopMakesOnAnotherTimer: a
+// Timeout cancelled while linked in a bucket, on a Timer stopped before it
+// took the cancel in, gets its Cancelled call from Stop (guarantee 13). From
+// inside that call it may be scheduled on any Timer: Stop has let go of it.
+func TestGuarantee21ScheduleFromInsideCancelledThatStopMakesOnAnotherTimer(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		other, _ := startedTimer(t)
+		rerun := newProbe(r.start)
+		fromCancelled := make(chan error, 2)
+		task := &cancelProbe{probe: probe{start: r.start}}
+		task.onCancelled = func(to *hashedwheel.Timeout) {
+			fromCancelled <- other.Schedule(to, rerun, 20*time.Millisecond)
+		}
+		var s session
+		require.NoError(t, r.tm.Schedule(&s.timeout, task, time.Hour))
+		r.sleep(15 * time.Millisecond) // linked now
+		require.True(t, s.timeout.Cancel())
+		// No time passes: the Timer has not taken the cancel in (its worker
+		// does at the end of the tick, an owner at its next call), so the
+		// call is Stop's to make.
+		stoppedAt := r.since()
+		assert.Empty(t, r.tm.Stop(), "a Timeout cancelled earlier is not among those Stop returns")
+		require.Equal(t, int32(1), task.cancelled.Load(), "Cancelled calls once Stop returned")
+		require.Len(t, fromCancelled, 1)
+		require.NoError(t, <-fromCancelled, "Schedule on another Timer from inside the Cancelled call Stop made")
+		assert.Same(t, other, s.timeout.Timer())
+		assert.Same(t, rerun, s.timeout.Task())
+		assert.False(t, s.timeout.IsCancelled())
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Len(t, rerun.runs(), 1, "runs of the arm on the other Timer")
+		assert.GreaterOrEqual(t, rerun.runs()[0], stoppedAt+20*time.Millisecond, "the run was early")
+		assert.Empty(t, task.runs(), "the cancelled arm ran")
+		assert.True(t, s.timeout.IsExpired())
+		assert.Zero(t, other.PendingTimeouts())
+	})
+}
+
 func TestGuarantee21ScheduleStatsCountEveryArm(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		p := newProbe(r.start)
