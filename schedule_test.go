@@ -874,6 +874,67 @@ func TestGuarantee21ScheduleCancelledPeriodicTimeoutAsAOneShot(t *testing.T) {
 	})
 }
 
+// TestGuarantee21ScheduleCancelledPeriodicTimeoutBeforeItsTimerTookItsRunBack:
+// a periodic Timeout whose run has returned, cancelled before its Timer took
+// it back for its next run, is no longer "cancelled during a run that has not
+// returned": Schedule on its own Timer arms it at once. On the pool and the
+// executor the run returns off the worker, which takes it back at its next
+// tick (or when woken); on an owned Timer it returns inside Advance, and the
+// owner's next call takes it back.
+func TestGuarantee21ScheduleCancelledPeriodicTimeoutBeforeItsTimerTookItsRunBack(t *testing.T) {
+	drivers := map[string][]hashedwheel.Option{
+		"pool":     {hashedwheel.WithTaskWorkers(2)},
+		"executor": {hashedwheel.WithTaskExecutor(func(f func()) { go f() })},
+		"owned":    {hashedwheel.WithoutWorker()},
+	}
+	for name, opts := range drivers {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, name == "owned", opts...)
+				var runs atomic.Int32
+				running, release := make(chan struct{}), make(chan struct{})
+				periodic, err := r.tm.Every(20*time.Millisecond, func() {
+					if runs.Add(1) == 1 && !r.owned {
+						close(running)
+						<-release
+					}
+				})
+				require.NoError(t, err)
+				if r.owned {
+					// The run due at 20ms is handed out, and returns, in
+					// this Advance; the next call takes it back.
+					time.Sleep(35 * time.Millisecond)
+					require.Equal(t, 1, advance(t, r.tm))
+				} else {
+					<-running // handed out at 30ms
+					time.Sleep(5 * time.Millisecond)
+					// A timeout due in the current tick keeps the worker
+					// from sleeping past it, so nothing wakes it before the
+					// tick ends, at 40ms, and the fake clock stays at 35ms.
+					mustSchedule(t, r.tm, 0, func() {})
+					synctest.Wait()
+					close(release)
+					synctest.Wait() // the run has returned
+				}
+				require.Equal(t, int32(1), runs.Load())
+				require.True(t, periodic.Cancel(), "Cancel after the run returned")
+
+				oneShot := newProbe(r.start)
+				require.NoError(t, r.tm.Schedule(periodic, oneShot, 10*time.Millisecond),
+					"Schedule of a periodic Timeout cancelled after its run returned")
+				assert.Same(t, oneShot, periodic.Task())
+				assert.False(t, periodic.IsCancelled())
+
+				r.sleep(time.Second)
+				assert.Equal(t, []time.Duration{runEnd(45 * time.Millisecond)}, oneShot.runs(), "runs of the one-shot arm")
+				assert.Equal(t, int32(1), runs.Load(), "the periodic task ran after Cancel")
+				assert.True(t, periodic.IsExpired(), "one-shot now")
+				assert.Zero(t, r.tm.PendingTimeouts())
+			})
+		})
+	}
+}
+
 func TestGuarantee21ScheduleCancelledTaskGetsOneCallPerArm(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		task := &cancelProbe{probe: probe{start: r.start}}
