@@ -644,6 +644,22 @@ func TestGuarantee21ScheduleAfterCancelOnTheSameTimerAtOnce(t *testing.T) {
 	})
 }
 
+// onTheWorker runs f on the worker goroutine of tm, a Timer with a worker,
+// inside the Cancelled call of a Timeout it cancels for the purpose, and
+// returns once f has returned. Until then the worker takes nothing in.
+func onTheWorker(t *testing.T, tm *hashedwheel.Timer, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	task := &cancelProbe{onCancelled: func(*hashedwheel.Timeout) {
+		defer close(done)
+		f()
+	}}
+	to, err := tm.NewTimeout(task, time.Hour)
+	require.NoError(t, err)
+	require.True(t, to.Cancel())
+	<-done
+}
+
 func TestGuarantee21ScheduleOnAnotherTimer(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		other, _ := startedTimer(t)
@@ -670,17 +686,27 @@ func TestGuarantee21ScheduleOnAnotherTimer(t *testing.T) {
 			var cancelled hashedwheel.Timeout
 			require.NoError(t, r.tm.Schedule(&cancelled, p, time.Hour))
 			r.sleep(15 * time.Millisecond)
-			require.True(t, cancelled.Cancel())
-			before := stateOf(&cancelled)
-			err := other.Schedule(&cancelled, q, 10*time.Millisecond)
-			if r.owned || err != nil {
-				// Deterministic on an owned Timer: nothing takes the cancel
-				// in before its owner's next call.
-				require.ErrorIs(t, err, hashedwheel.ErrTimeoutPending, "before %s took the cancel in", name)
-				assertUnchanged(t, before, &cancelled, "Schedule on another Timer before the cancel was taken in")
-				takeIn()
-				require.NoError(t, other.Schedule(&cancelled, q, 10*time.Millisecond), "after %s took the cancel in", name)
+			var cancelledIt bool
+			var before armState
+			var err error
+			cancelThenSchedule := func() {
+				cancelledIt = cancelled.Cancel()
+				before = stateOf(&cancelled)
+				err = other.Schedule(&cancelled, q, 10*time.Millisecond)
 			}
+			if r.owned {
+				// Nothing takes the cancel in before the owner's next call.
+				cancelThenSchedule()
+			} else {
+				// The worker alone takes a cancel in: nothing does while
+				// the worker is in a call of its own.
+				onTheWorker(t, r.tm, cancelThenSchedule)
+			}
+			require.True(t, cancelledIt, "Cancel")
+			require.ErrorIs(t, err, hashedwheel.ErrTimeoutPending, "before %s took the cancel in", name)
+			assertUnchanged(t, before, &cancelled, "Schedule on another Timer before the cancel was taken in")
+			takeIn()
+			require.NoError(t, other.Schedule(&cancelled, q, 10*time.Millisecond), "after %s took the cancel in", name)
 			assert.Same(t, other, cancelled.Timer())
 			assert.False(t, cancelled.IsCancelled())
 		}
