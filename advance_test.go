@@ -458,3 +458,50 @@ func TestGuarantee20StatsCountAdvanceWork(t *testing.T) {
 		assert.Zero(t, s.Pending)
 	})
 }
+
+// TestGuarantee20StatsAreAtMostOneCallBehind: on an owned Timer the owner's
+// calls are the worker's ticks, so Stats may lag by one call, not more. A
+// cancel that NextDeadline takes in is counted in Stats by the owner's next
+// call, an Advance or a NextDeadline, even one with nothing to do; nothing
+// else is pending, so no later call has anything to do either.
+func TestGuarantee20StatsAreAtMostOneCallBehind(t *testing.T) {
+	cancels := map[string]func(t *testing.T, tm *hashedwheel.Timer){
+		"cancelled in a bucket": func(t *testing.T, tm *hashedwheel.Timer) {
+			to := mustSchedule(t, tm, time.Hour, func() {})
+			advance(t, tm) // linked now
+			require.True(t, to.Cancel())
+		},
+		"cancelled while queued": func(t *testing.T, tm *hashedwheel.Timer) {
+			require.True(t, mustSchedule(t, tm, time.Hour, func() {}).Cancel())
+		},
+		"a CancelledTask cancelled in a bucket": func(t *testing.T, tm *hashedwheel.Timer) {
+			to, err := tm.NewTimeout(&countingCancel{}, time.Hour)
+			require.NoError(t, err)
+			advance(t, tm)
+			require.True(t, to.Cancel())
+		},
+	}
+	nextCalls := map[string]func(t *testing.T, tm *hashedwheel.Timer){
+		"Advance":      func(t *testing.T, tm *hashedwheel.Timer) { assert.Zero(t, advance(t, tm)) },
+		"NextDeadline": func(t *testing.T, tm *hashedwheel.Timer) { tm.NextDeadline() },
+	}
+	for kind, cancel := range cancels {
+		for next, call := range nextCalls {
+			t.Run(kind+"/then "+next, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					tm, _ := ownedTimer(t)
+					cancel(t, tm)
+					_, ok := tm.NextDeadline() // takes the cancel in
+					require.False(t, ok, "nothing is pending")
+					call(t, tm)
+					assert.Equal(t, uint64(1), tm.Stats().Cancelled, "Stats.Cancelled after the call that took the cancel in and one more")
+					for range 500 {
+						time.Sleep(jobTick)
+						call(t, tm)
+					}
+					assert.Equal(t, uint64(1), tm.Stats().Cancelled, "Stats.Cancelled 500 ticks later")
+				})
+			})
+		}
+	}
+}

@@ -644,6 +644,22 @@ func TestGuarantee21ScheduleAfterCancelOnTheSameTimerAtOnce(t *testing.T) {
 	})
 }
 
+// onTheWorker runs f on the worker goroutine of tm, a Timer with a worker,
+// inside the Cancelled call of a Timeout it cancels for the purpose, and
+// returns once f has returned. Until then the worker takes nothing in.
+func onTheWorker(t *testing.T, tm *hashedwheel.Timer, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	task := &cancelProbe{onCancelled: func(*hashedwheel.Timeout) {
+		defer close(done)
+		f()
+	}}
+	to, err := tm.NewTimeout(task, time.Hour)
+	require.NoError(t, err)
+	require.True(t, to.Cancel())
+	<-done
+}
+
 func TestGuarantee21ScheduleOnAnotherTimer(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		other, _ := startedTimer(t)
@@ -670,17 +686,27 @@ func TestGuarantee21ScheduleOnAnotherTimer(t *testing.T) {
 			var cancelled hashedwheel.Timeout
 			require.NoError(t, r.tm.Schedule(&cancelled, p, time.Hour))
 			r.sleep(15 * time.Millisecond)
-			require.True(t, cancelled.Cancel())
-			before := stateOf(&cancelled)
-			err := other.Schedule(&cancelled, q, 10*time.Millisecond)
-			if r.owned || err != nil {
-				// Deterministic on an owned Timer: nothing takes the cancel
-				// in before its owner's next call.
-				require.ErrorIs(t, err, hashedwheel.ErrTimeoutPending, "before %s took the cancel in", name)
-				assertUnchanged(t, before, &cancelled, "Schedule on another Timer before the cancel was taken in")
-				takeIn()
-				require.NoError(t, other.Schedule(&cancelled, q, 10*time.Millisecond), "after %s took the cancel in", name)
+			var cancelledIt bool
+			var before armState
+			var err error
+			cancelThenSchedule := func() {
+				cancelledIt = cancelled.Cancel()
+				before = stateOf(&cancelled)
+				err = other.Schedule(&cancelled, q, 10*time.Millisecond)
 			}
+			if r.owned {
+				// Nothing takes the cancel in before the owner's next call.
+				cancelThenSchedule()
+			} else {
+				// The worker alone takes a cancel in: nothing does while
+				// the worker is in a call of its own.
+				onTheWorker(t, r.tm, cancelThenSchedule)
+			}
+			require.True(t, cancelledIt, "Cancel")
+			require.ErrorIs(t, err, hashedwheel.ErrTimeoutPending, "before %s took the cancel in", name)
+			assertUnchanged(t, before, &cancelled, "Schedule on another Timer before the cancel was taken in")
+			takeIn()
+			require.NoError(t, other.Schedule(&cancelled, q, 10*time.Millisecond), "after %s took the cancel in", name)
 			assert.Same(t, other, cancelled.Timer())
 			assert.False(t, cancelled.IsCancelled())
 		}
@@ -874,6 +900,67 @@ func TestGuarantee21ScheduleCancelledPeriodicTimeoutAsAOneShot(t *testing.T) {
 	})
 }
 
+// TestGuarantee21ScheduleCancelledPeriodicTimeoutBeforeItsTimerTookItsRunBack:
+// a periodic Timeout whose run has returned, cancelled before its Timer took
+// it back for its next run, is no longer "cancelled during a run that has not
+// returned": Schedule on its own Timer arms it at once. On the pool and the
+// executor the run returns off the worker, which takes it back at its next
+// tick (or when woken); on an owned Timer it returns inside Advance, and the
+// owner's next call takes it back.
+func TestGuarantee21ScheduleCancelledPeriodicTimeoutBeforeItsTimerTookItsRunBack(t *testing.T) {
+	drivers := map[string][]hashedwheel.Option{
+		"pool":     {hashedwheel.WithTaskWorkers(2)},
+		"executor": {hashedwheel.WithTaskExecutor(func(f func()) { go f() })},
+		"owned":    {hashedwheel.WithoutWorker()},
+	}
+	for name, opts := range drivers {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, name == "owned", opts...)
+				var runs atomic.Int32
+				running, release := make(chan struct{}), make(chan struct{})
+				periodic, err := r.tm.Every(20*time.Millisecond, func() {
+					if runs.Add(1) == 1 && !r.owned {
+						close(running)
+						<-release
+					}
+				})
+				require.NoError(t, err)
+				if r.owned {
+					// The run due at 20ms is handed out, and returns, in
+					// this Advance; the next call takes it back.
+					time.Sleep(35 * time.Millisecond)
+					require.Equal(t, 1, advance(t, r.tm))
+				} else {
+					<-running // handed out at 30ms
+					time.Sleep(5 * time.Millisecond)
+					// A timeout due in the current tick keeps the worker
+					// from sleeping past it, so nothing wakes it before the
+					// tick ends, at 40ms, and the fake clock stays at 35ms.
+					mustSchedule(t, r.tm, 0, func() {})
+					synctest.Wait()
+					close(release)
+					synctest.Wait() // the run has returned
+				}
+				require.Equal(t, int32(1), runs.Load())
+				require.True(t, periodic.Cancel(), "Cancel after the run returned")
+
+				oneShot := newProbe(r.start)
+				require.NoError(t, r.tm.Schedule(periodic, oneShot, 10*time.Millisecond),
+					"Schedule of a periodic Timeout cancelled after its run returned")
+				assert.Same(t, oneShot, periodic.Task())
+				assert.False(t, periodic.IsCancelled())
+
+				r.sleep(time.Second)
+				assert.Equal(t, []time.Duration{runEnd(45 * time.Millisecond)}, oneShot.runs(), "runs of the one-shot arm")
+				assert.Equal(t, int32(1), runs.Load(), "the periodic task ran after Cancel")
+				assert.True(t, periodic.IsExpired(), "one-shot now")
+				assert.Zero(t, r.tm.PendingTimeouts())
+			})
+		})
+	}
+}
+
 func TestGuarantee21ScheduleCancelledTaskGetsOneCallPerArm(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		task := &cancelProbe{probe: probe{start: r.start}}
@@ -923,6 +1010,45 @@ func TestGuarantee21ScheduleCancelledTaskGetsOneCallPerArm(t *testing.T) {
 		assert.GreaterOrEqual(t, rerun.runs()[0], cancelledAt+20*time.Millisecond)
 		assert.Empty(t, reviver.runs())
 		assert.True(t, revived.timeout.IsExpired())
+	})
+}
+
+// TestGuarantee21ScheduleFromInsideCancelledThatStopMakesOnAnotherTimer: a
+// Timeout cancelled while linked in a bucket, on a Timer stopped before it
+// took the cancel in, gets its Cancelled call from Stop (guarantee 13). From
+// inside that call it may be scheduled on any Timer: Stop has let go of it.
+func TestGuarantee21ScheduleFromInsideCancelledThatStopMakesOnAnotherTimer(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		other, _ := startedTimer(t)
+		rerun := newProbe(r.start)
+		fromCancelled := make(chan error, 2)
+		task := &cancelProbe{probe: probe{start: r.start}}
+		task.onCancelled = func(to *hashedwheel.Timeout) {
+			fromCancelled <- other.Schedule(to, rerun, 20*time.Millisecond)
+		}
+		var s session
+		require.NoError(t, r.tm.Schedule(&s.timeout, task, time.Hour))
+		r.sleep(15 * time.Millisecond) // linked now
+		require.True(t, s.timeout.Cancel())
+		// No time passes: the Timer has not taken the cancel in (its worker
+		// does at the end of the tick, an owner at its next call), so the
+		// call is Stop's to make.
+		stoppedAt := r.since()
+		assert.Empty(t, r.tm.Stop(), "a Timeout cancelled earlier is not among those Stop returns")
+		require.Equal(t, int32(1), task.cancelled.Load(), "Cancelled calls once Stop returned")
+		require.Len(t, fromCancelled, 1)
+		require.NoError(t, <-fromCancelled, "Schedule on another Timer from inside the Cancelled call Stop made")
+		assert.Same(t, other, s.timeout.Timer())
+		assert.Same(t, rerun, s.timeout.Task())
+		assert.False(t, s.timeout.IsCancelled())
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Len(t, rerun.runs(), 1, "runs of the arm on the other Timer")
+		assert.GreaterOrEqual(t, rerun.runs()[0], stoppedAt+20*time.Millisecond, "the run was early")
+		assert.Empty(t, task.runs(), "the cancelled arm ran")
+		assert.True(t, s.timeout.IsExpired())
+		assert.Zero(t, other.PendingTimeouts())
 	})
 }
 

@@ -2,6 +2,7 @@ package hashedwheel_test
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -227,14 +228,101 @@ func TestGuarantee7NewTimeoutRacingStopLeavesNoTimeoutInLimbo(t *testing.T) {
 	}
 }
 
+// TestGuarantee7StopReturnsPromptlyOnTheRealClock: Stop of an idle timer
+// wakes its sleeping worker rather than wait for the end of its tick. The
+// tick is an hour, so a Stop that waited for it would take an hour: lateBound
+// is far below that and far above any scheduling delay of a loaded machine,
+// so the check tells the two apart without flaking.
 func TestGuarantee7StopReturnsPromptlyOnTheRealClock(t *testing.T) {
-	tm, err := hashedwheel.NewTimer()
+	tm, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(time.Hour))
 	require.NoError(t, err)
 	for range 5 {
 		mustSchedule(t, tm, 5*time.Second, func() { t.Error("ran after Stop") })
 	}
-	begin := time.Now()
-	stopped := tm.Stop()
-	assert.Len(t, stopped, 5)
-	assert.Less(t, time.Since(begin), lateBound, "Stop of an idle timer must not wait for a tick")
+	// Nothing tells when the worker sleeps: give it the time to, as Stop
+	// must return promptly either way.
+	time.Sleep(10 * time.Millisecond)
+	stopped := make(chan []*hashedwheel.Timeout, 1)
+	go func() { stopped <- tm.Stop() }()
+	select {
+	case got := <-stopped:
+		assert.Len(t, got, 5)
+	case <-time.After(lateBound):
+		t.Fatalf("Stop of an idle timer with a tick of an hour has not returned after %v", lateBound)
+	}
+}
+
+// TestGuarantee7StopOfAnOwnedTimerReturnsEachTimeoutOnceWhileScheduleRaces:
+// two goroutines Schedule one Timeout again and again while Stop cancels it
+// (it is pending) and lets go of it. A Schedule that checked the Timer before
+// Stop began, and arms the Timeout after Stop cancelled it, arms it again
+// before the Timer is closed, and the same Stop cancels that arm. Whatever
+// the interleaving, Stop returns the *Timeout once (guarantees 7 and 20).
+//
+// A stress test on the real clock, bounded in time, with a fresh Timer each
+// round. Two things widen the race, which is nanoseconds wide. Before Stop,
+// runtime.ReadMemStats stops the world: the goroutines are stopped wherever
+// they are, inside Schedule too, and come back a little after Stop, called at
+// once, is under way. And a Timeout cancelled before Stop, whose Cancelled
+// call Stop makes after it has cancelled the pending Timeouts (guarantee
+// 13), holds Stop there until each goroutine has ended the call it was in.
+func TestGuarantee7StopOfAnOwnedTimerReturnsEachTimeoutOnceWhileScheduleRaces(t *testing.T) {
+	const budget = 300 * time.Millisecond
+	n := 0
+	for end := time.Now().Add(budget); time.Now().Before(end); n++ {
+		tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker())
+		require.NoError(t, err)
+		var calls [2]atomic.Int64
+		var exited [2]atomic.Bool
+		holder := &cancelProbe{onCancelled: func(*hashedwheel.Timeout) {
+			before := [2]int64{calls[0].Load(), calls[1].Load()}
+			inCall := func(g int) bool { return calls[g].Load() == before[g] && !exited[g].Load() }
+			for limit := time.Now().Add(lateBound); (inCall(0) || inCall(1)) && time.Now().Before(limit); {
+				runtime.Gosched()
+			}
+		}}
+		held, err := tm.NewTimeout(holder, time.Hour)
+		require.NoError(t, err)
+		tm.NextDeadline() // links it
+		require.True(t, held.Cancel())
+
+		var to hashedwheel.Timeout
+		require.NoError(t, tm.Schedule(&to, nopTask, time.Hour))
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Go(func() {
+				defer exited[g].Store(true)
+				for {
+					err := tm.Schedule(&to, nopTask, time.Hour)
+					calls[g].Add(1)
+					switch {
+					case errors.Is(err, hashedwheel.ErrTimerStopped):
+						return
+					case err != nil && !errors.Is(err, hashedwheel.ErrTimeoutPending):
+						t.Errorf("round %d, goroutine %d: Schedule: %v", n, g, err)
+						return
+					}
+				}
+			})
+		}
+		for calls[0].Load()+calls[1].Load() == 0 {
+			// Until one of them is under way, on the other core.
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		stopped := tm.Stop()
+		wg.Wait()
+
+		times := 0
+		for _, s := range stopped {
+			if s == &to {
+				times++
+			}
+		}
+		require.Equal(t, 1, times, "round %d: times Stop returned the Timeout it cancelled", n)
+		require.True(t, to.IsCancelled(), "round %d", n)
+		require.Equal(t, int32(1), holder.cancelled.Load(), "round %d: Cancelled calls", n)
+		require.Zero(t, tm.PendingTimeouts(), "round %d", n)
+	}
+	t.Logf("%d rounds in %v", n, budget)
 }

@@ -113,3 +113,41 @@ func TestGuarantee10ATimerInABubbleRunsOnItsFakeClock(t *testing.T) {
 	}
 	assert.Less(t, time.Since(realStart), time.Minute, "three fake hours on the real clock")
 }
+
+// TestGuarantee10ATimerOfTheRealClockKeepsFailingInABubblePastItsStart: a
+// Timer made and started on the real clock reads a bubble's clock, which
+// starts in 2000, as long before its start; once the bubble's clock has
+// passed the real date, as after it. It is another clock all the same: every
+// call that schedules keeps returning ErrClockMismatch, and Reset false,
+// whatever the bubble's date.
+func TestGuarantee10ATimerOfTheRealClockKeepsFailingInABubblePastItsStart(t *testing.T) {
+	for name, opts := range map[string][]hashedwheel.Option{
+		"worker": nil,
+		"owned":  {hashedwheel.WithoutWorker()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tm := newTimer(t, opts...)
+			require.NoError(t, tm.Start())
+			pending := mustSchedule(t, tm, time.Hour, func() {})
+			realNow := time.Now()
+			synctest.Test(t, func(t *testing.T) {
+				check := func(when string) {
+					t.Helper()
+					_, err := tm.NewTimeout(nopTask, time.Second)
+					assert.ErrorIs(t, err, hashedwheel.ErrClockMismatch, "NewTimeout, %s", when)
+					_, err = tm.AfterFunc(time.Second, func() {})
+					assert.ErrorIs(t, err, hashedwheel.ErrClockMismatch, "AfterFunc, %s", when)
+					var s session
+					assert.ErrorIs(t, tm.Schedule(&s.timeout, nopTask, time.Second), hashedwheel.ErrClockMismatch, "Schedule, %s", when)
+					assert.False(t, pending.Reset(time.Second), "Reset, %s", when)
+				}
+				check("with the bubble's clock before the Timer's start")
+				time.Sleep(realNow.Sub(time.Now()) + 24*time.Hour)
+				require.True(t, time.Now().After(realNow), "the bubble's clock is at %v", time.Now())
+				check("with the bubble's clock a day after the Timer's start")
+				assert.Equal(t, int64(1), tm.PendingTimeouts(), "the failed calls scheduled nothing")
+			})
+			assert.Equal(t, []*hashedwheel.Timeout{pending}, tm.Stop())
+		})
+	}
+}
