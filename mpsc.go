@@ -91,6 +91,7 @@ func (q *mpscQueue) push(n *Timeout) bool {
 			return false
 		}
 		n.next = top
+		explorePoint("queue push")
 		if q.producerTop.CompareAndSwap(top, n) {
 			return true
 		}
@@ -106,6 +107,7 @@ func (q *mpscQueue) close(handle func(*Timeout)) {
 		for n := q.pop(); n != nil; n = q.pop() {
 			handle(n)
 		}
+		explorePoint("queue close")
 		if q.producerTop.CompareAndSwap(nil, &closedQueue) {
 			return
 		}
@@ -157,6 +159,7 @@ func (q *mpscQueue) takeAll() {
 // is then touched once. Consumer only.
 func (q *mpscQueue) take() *Timeout {
 	var head *Timeout
+	explorePoint("queue take")
 	for top := q.producerTop.Swap(nil); top != nil; {
 		n := top
 		top = n.next

@@ -173,6 +173,13 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 	}
 	wants := wantsCancelled(task)
 	s := to.lock()
+	if t.isStopped() {
+		// Checked under the lock: a Stop that has let go of to stopped the
+		// Timer before, so to is never armed on it again (and returned by
+		// Stop twice).
+		to.unlock(s)
+		return ErrTimerStopped
+	}
 	why := t.refusal(to, s)
 	if why != armable {
 		to.unlock(s)

@@ -144,14 +144,9 @@ func (s state) withPhase(p state) state { return s&^phaseMask | p }
 // withHeld returns s held at h.
 func (s state) withHeld(h state) state { return s&^heldMask | h }
 
-// inBucket reports whether s is held in a bucket of the wheel.
-func (s state) inBucket() bool {
-	return s.held() == heldBucket || s.held() == heldBucketAndChanges
-}
-
 // load reads the state without the lock, for a caller that just looks.
 func (to *Timeout) load() state {
-	explorePoint("load")
+	explorePoint("state load")
 	return state(to.state.Load())
 }
 
@@ -160,10 +155,10 @@ func (to *Timeout) load() state {
 // lock held yields and tries again.
 func (to *Timeout) lock() state {
 	for {
-		explorePoint("load")
+		explorePoint("state load")
 		s := state(to.state.Load())
 		if s&stLocked == 0 {
-			explorePoint("lock")
+			explorePoint("state lock")
 			if to.state.CompareAndSwap(uint32(s), uint32(s|stLocked)) {
 				return s
 			}
@@ -177,6 +172,7 @@ func (to *Timeout) lock() state {
 // initState sets the state of a Timeout that nobody else can reach yet:
 // one NewTimeout has made and not published, or whose publication failed.
 func (to *Timeout) initState(s state) {
+	explorePoint("state init")
 	to.state.Store(uint32(s))
 }
 
@@ -186,7 +182,7 @@ func (to *Timeout) unlock(s state) {
 	if assertInvariants {
 		assertState(to, s)
 	}
-	explorePoint("unlock")
+	explorePoint("state unlock")
 	to.state.Store(uint32(s &^ stLocked))
 }
 
@@ -197,7 +193,7 @@ func (to *Timeout) swap(s, ns state) bool {
 	if assertInvariants {
 		assertState(to, ns)
 	}
-	explorePoint("swap")
+	explorePoint("state swap")
 	return s&stLocked == 0 && to.state.CompareAndSwap(uint32(s), uint32(ns))
 }
 

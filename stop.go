@@ -113,30 +113,17 @@ func (t *Timer) collectUnprocessed() {
 // collectUnprocessed (by a NewTimeout or Schedule racing Stop, or by a pooled
 // task's run returning with its Timeout armed again), and closes the queues,
 // so that a later push fails and its caller knows nobody will take it. The
-// worker calls it after the pool has finished. A Timeout that Stop cancelled
-// once and that was armed again and cancelled here is returned once.
+// worker calls it after the pool has finished. Each Timeout is cancelled
+// here or above, not both: Schedule refuses, under the Timeout's lock, a
+// Timer already stopped, so a Timeout that Stop let go of is not armed on it
+// again.
 func (t *Timer) closeQueues() {
-	already := len(t.life.unprocessed)
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
 		q.close(t.cancelForStop)
 		t.wheel.counters.cancelled += uint64(q.takeDropped())
 	}
 	t.changes.close(t.takeChange)
-	if late := t.life.unprocessed[already:]; len(late) > 0 && already > 0 {
-		seen := make(map[*Timeout]bool, already)
-		for _, to := range t.life.unprocessed[:already] {
-			seen[to] = true
-		}
-		kept := t.life.unprocessed[:already]
-		for _, to := range late {
-			if !seen[to] {
-				seen[to] = true
-				kept = append(kept, to)
-			}
-		}
-		t.life.unprocessed = kept
-	}
 }
 
 // cancelRunForStop is cancelForStop for a timeout on the list of runs,

@@ -142,7 +142,7 @@ func TestGuarantee10ATimerOfTheRealClockKeepsFailingInABubblePastItsStart(t *tes
 					assert.False(t, pending.Reset(time.Second), "Reset, %s", when)
 				}
 				check("with the bubble's clock before the Timer's start")
-				time.Sleep(realNow.Sub(time.Now()) + 24*time.Hour)
+				time.Sleep(time.Until(realNow) + 24*time.Hour)
 				require.True(t, time.Now().After(realNow), "the bubble's clock is at %v", time.Now())
 				check("with the bubble's clock a day after the Timer's start")
 				assert.Equal(t, int64(1), tm.PendingTimeouts(), "the failed calls scheduled nothing")
