@@ -106,6 +106,7 @@ func (t *Timer) advance(target int64) int {
 			t.advanceTo(min(due, endTick))
 			continue
 		}
+		t.cascade()
 		walked = false
 		t.expireTimeouts(t.wheel.tick & t.conf.mask)
 		walked = true

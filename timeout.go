@@ -280,7 +280,7 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 		// does anything re-armed during an owned Timer's Advance (from one
 		// of its tasks, say), which runs at the next call.
 		if s.held() == heldBucket &&
-			(deadline < old && t.beforeCheck(to, old, deadline) || t.conf.owned && t.own.advancing.Load()) {
+			(deadline < old && t.beforeCheck(to, s.level(), old, deadline) || t.conf.owned && t.own.advancing.Load()) {
 			ns = s.withHeld(heldBucketAndChanges)
 			pushed = t.changes.push(to)
 		}
