@@ -8,22 +8,31 @@ import "fmt"
 // broken, so that the fuzzer reports the input that broke it rather than a
 // late run much later. Without the tag the checks compile to nothing.
 
-// assertCheckTick panics if check, the check tick the worker at tick
-// t.wheel.tick chose for to, due at deadline, breaks the invariant of
-// checktick.go: it is at or after the worker's tick and at most the
-// deadline's, or the worker's tick if that is later; and for a timeout due
-// within a turn of the wheel of the clock's tick, exactly that. It restates
-// the invariant apart from checkTickOf, which keeps it by construction
-// today, so that a change to checkTickOf that breaks it fails the fuzzers.
-func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64) {
+// assertCheckTick panics if check and level k, where the worker at tick
+// t.wheel.tick places to, due at deadline, break the invariant of
+// checktick.go: a check tick at or after the worker's tick and at most the
+// deadline's, or the worker's tick if that is later; for a timeout due
+// within a turn of the wheel of the clock's tick, exactly that, in the
+// wheel's buckets; for one due later, the start of a slot of the lowest
+// level whose span holds it, after the worker's tick. It restates the
+// invariant apart from checkTickOf, which keeps it by construction today, so
+// that a change to checkTickOf that breaks it fails the fuzzers.
+func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64, k int) {
 	tick := t.wheel.tick
 	due := deadline / t.conf.tickDuration
 	latest := max(due, tick)
 	withinTurn := due-max(tick, t.wheel.clockTick) <= int64(len(t.wheel.buckets))
-	if check < tick || check > latest || withinTurn && check != latest {
-		panic(fmt.Sprintf("hashedwheel: check tick %d for %v, due at tick %d, placed by the worker "+
+	broken := check < tick || check > latest || withinTurn != (k == 0) || withinTurn && check != latest
+	if k > 0 {
+		width := int64(1) << t.levelShift(k)
+		lowest := k == 1 || due-tick >= width // a level lower would not hold it
+		broken = broken || check <= tick || check%width != 0 || due-check >= width ||
+			due-tick >= width*levelSlots || !lowest
+	}
+	if broken {
+		panic(fmt.Sprintf("hashedwheel: check tick %d at level %d for %v, due at tick %d, placed by the worker "+
 			"at tick %d with the clock at tick %d: the invariant of checktick.go is broken",
-			check, to, due, tick, t.wheel.clockTick))
+			check, k, to, due, tick, t.wheel.clockTick))
 	}
 }
 

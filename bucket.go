@@ -78,6 +78,14 @@ func (b *bucket) remove(to *Timeout) {
 	}
 }
 
+// level is a level of slots above the wheel's buckets (see checktick.go):
+// lists of timeouts as buckets are, whose minDue is not used, and the set
+// of the non-empty ones, a bit per slot. Worker only.
+type level struct {
+	slots    [levelSlots]bucket
+	occupied uint64
+}
+
 // occupancy is the set of the wheel's non-empty buckets, so that the worker
 // can find the next bucket that holds anything without walking the empty
 // ones: with 2^20 buckets and a handful of timeouts, going to sleep must not

@@ -52,12 +52,15 @@
 // # Ticks per wheel (wheel size)
 //
 // A Timer keeps a wheel: a hash table of timeouts whose hash is the tick of
-// their deadline, or, for a timeout due more than a turn of the wheel (ticks
-// per wheel times the tick) ahead, an earlier tick at which the worker looks
-// at it again; such a timeout is looked at a few times before it runs (five
-// times at 10,000 turns ahead), each look cheap. A tick at which something
-// is due walks one bucket. The default wheel has 512 buckets; make ticks per
-// wheel times the tick at least your usual timeout. See [WithTicksPerWheel].
+// their deadline. A timeout due more than a turn of the wheel (ticks per
+// wheel times the tick) ahead waits in a coarser level above it, 64 times
+// coarser each, where nothing looks at it until its slot comes up; it is
+// then taken down a level, so it is looked at once per level (four times
+// for an hour at a 1ms tick) and never by the walks of the wheel's buckets.
+// A tick at which something is due walks one bucket. The default wheel has
+// 512 buckets; deadlines within a turn cost the least, so make ticks per
+// wheel times the tick at least your usual short timeout. See
+// [WithTicksPerWheel].
 //
 // # Do not create many instances
 //

@@ -65,13 +65,17 @@ func WithTickDuration(d time.Duration) Option {
 }
 
 // WithTicksPerWheel sets the number of buckets in the wheel; the default is
-// 512. n must be in [1, 1<<30] and is rounded up to a power of two. A bigger
-// wheel keeps buckets shorter when many timeouts are pending far ahead; the
-// worker's cost of going to sleep does not grow with it.
+// 512. n must be in [1, 1<<30] and is rounded up to a power of two. Timeouts
+// due within a turn of the wheel (n times the tick) go straight to their
+// bucket; those due later wait in levels above it, each 64 times coarser,
+// and are taken down once a level, so a bigger wheel saves those moves for
+// the deadlines it brings within a turn. The worker's cost of going to
+// sleep does not grow with it.
 //
 // The wheel is allocated by [NewTimer], up front: 24 bytes a bucket, plus a
 // bit a bucket to find the non-empty ones. The default costs 12KiB, 1<<20
-// buckets 24MiB, and the largest, 1<<30, 24GiB.
+// buckets 24MiB, and the largest, 1<<30, 24GiB. Each level above it costs
+// 1.5KiB, made when a timeout first goes there.
 //
 // See the example of [NewTimer].
 func WithTicksPerWheel(n int) Option {

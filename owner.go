@@ -106,6 +106,7 @@ func (t *Timer) advance(target int64) int {
 			t.advanceTo(min(due, endTick))
 			continue
 		}
+		t.cascade()
 		walked = false
 		t.expireTimeouts(t.wheel.tick & t.conf.mask)
 		walked = true
@@ -121,9 +122,10 @@ func (t *Timer) advance(target int64) int {
 // first at which Advance would run something (it may be earlier; then that
 // Advance runs nothing), and false if no timeout is pending. It is earlier
 // when the first timeout is due more than a turn of the wheel ahead, which
-// the wheel looks at a few times before it is due: an owner that sleeps
-// until NextDeadline then wakes a few times with nothing to run (six for a
-// timeout an hour ahead on a wheel of 8 buckets of 10ms). It first takes in
+// waits in a level above the wheel and is taken down a level at a time: an
+// owner that sleeps until NextDeadline then wakes once a level with nothing
+// to run (three times for a timeout an hour ahead on a wheel of 8 buckets of
+// 10ms). It first takes in
 // the timeouts scheduled, reset or cancelled from any goroutine before the
 // call, so an owner that sleeps until the time it returns, or until another
 // goroutine wakes it after scheduling, misses nothing. It allocates nothing

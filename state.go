@@ -26,6 +26,8 @@ import (
 //   - stOwesCancelled: Cancel cancelled such an arm, and its Cancelled call
 //     has not been made. Schedule refuses the Timeout meanwhile, as the call
 //     needs the arm's task;
+//   - stLevel: for a Timeout in the wheel, the level it waits in: 0 for a
+//     bucket, k for a slot of level k above the wheel (see checktick.go);
 //   - the generation, the bits above: one more with every arm.
 //
 // The lock guards, besides the word, the fields Timeout.task,
@@ -43,8 +45,9 @@ import (
 //	                      the section, by NewTimeout's publication or Schedule
 //	                      (a Timeout heldNowhere), or by the end of a run that
 //	                      was armed again while out (heldRun).
-//	heldBucket            in a bucket of the wheel: placed by the worker.
-//	heldBucketAndChanges  in a bucket, and in the changes queue (Timeout.next):
+//	heldBucket            in the wheel: in a bucket, or in a slot of a level
+//	                      above the buckets (stLevel); placed by the worker.
+//	heldBucketAndChanges  in the wheel, and in the changes queue (Timeout.next):
 //	                      pushed there, inside the section, by a Cancel of a
 //	                      Timeout heldBucket, or by a Reset to a deadline
 //	                      before its check tick. The worker alone takes it out.
@@ -128,8 +131,13 @@ const (
 	stWantsCancelled state = 1 << 6
 	stOwesCancelled  state = 1 << 7
 
+	// stLevel is the level a timeout held in the wheel waits in: 0 for the
+	// wheel's buckets, k for level k above it (see checktick.go).
+	levelShiftInState       = 8
+	stLevel           state = 0xf << levelShiftInState
+
 	// genOne is one arm in the generation, the bits above the flags.
-	genOne state = 1 << 8
+	genOne state = 1 << 12
 )
 
 // phase returns the phase of s.
@@ -143,6 +151,12 @@ func (s state) withPhase(p state) state { return s&^phaseMask | p }
 
 // withHeld returns s held at h.
 func (s state) withHeld(h state) state { return s&^heldMask | h }
+
+// level returns the level of the wheel s is held in (see stLevel).
+func (s state) level() int { return int(s&stLevel) >> levelShiftInState }
+
+// withLevel returns s held in level k of the wheel.
+func (s state) withLevel(k int) state { return s&^stLevel | state(k)<<levelShiftInState }
 
 // load reads the state without the lock, for a caller that just looks.
 func (to *Timeout) load() state {

@@ -94,6 +94,13 @@ func (t *Timer) collectUnprocessed() {
 		}
 	}
 	t.wheel.occupied = occupancy{}
+	for _, l := range t.wheel.levels {
+		for i := 0; l != nil && i < len(l.slots); i++ {
+			for l.slots[i].head != nil {
+				t.cancelForStop(l.slots[i].head)
+			}
+		}
+	}
 	// Periodic runs still out on the pool or with an executor: pending,
 	// so Stop returns them. Taking them off the list of runs tells the
 	// goroutine that runs one not to hand it back, and one still waiting in
@@ -142,7 +149,7 @@ func (t *Timer) cancelRunForStop(to *Timeout) {
 }
 
 // cancelForStop takes to off the list it is in (a queue of new timeouts it
-// was popped from, a bucket, the list of runs) in one critical section, and
+// was popped from, a bucket or a level's slot, the list of runs) in one critical section, and
 // lets go of it: if it is still pending, Stop cancels it and it joins
 // t.life.unprocessed; if Cancel cancelled it first, it is counted and its
 // Cancelled call made. One that is also in the changes queue is let go of,
@@ -155,7 +162,7 @@ func (t *Timer) cancelForStop(to *Timeout) {
 func (t *Timer) stopHeld(to *Timeout, s state) {
 	switch s.held() {
 	case heldBucket, heldBucketAndChanges:
-		t.unlink(to)
+		t.unlink(to, s.level())
 	case heldPeriodicRun, heldReturning:
 		t.wheel.running.remove(to)
 	}

@@ -244,14 +244,15 @@ func cancelledState(s state) state {
 //
 // Reset allocates nothing and costs a clock read and the timeout's lock,
 // taken and released. A later deadline needs nothing more: the worker moves
-// the timeout when it next looks at it. An earlier deadline may need the worker: if it comes
-// before the worker would look at the timeout, Reset also hands the timeout
-// to the worker, waking it if it sleeps. The worker looks at a timeout due
-// within a turn of the wheel (ticks per wheel times the tick) when it is due,
-// so any earlier deadline needs it; it looks at one due later a few times
-// before that, first about an eighth of the time left before the deadline,
-// so a Reset that moves a far deadline earlier by less than that needs
-// nothing either.
+// the timeout when it next looks at it. An earlier deadline may need the
+// worker: if it comes before the worker would look at the timeout, Reset
+// also hands the timeout to the worker, waking it if it sleeps. The worker
+// looks at a timeout due within a turn of the wheel (ticks per wheel times
+// the tick) when it is due, so any earlier deadline needs it; one due later
+// waits in a coarser level, in a slot of 64 times the wheel's span or more,
+// and is looked at when that slot comes up, so a Reset that moves a far
+// deadline earlier but not before the start of its slot needs nothing
+// either.
 func (to *Timeout) Reset(delay time.Duration) bool {
 	for {
 		t := to.timer.Load()
@@ -280,7 +281,7 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 		// does anything re-armed during an owned Timer's Advance (from one
 		// of its tasks, say), which runs at the next call.
 		if s.held() == heldBucket &&
-			(deadline < old && t.beforeCheck(to, old, deadline) || t.conf.owned && t.own.advancing.Load()) {
+			(deadline < old && t.beforeCheck(to, s.level(), old, deadline) || t.conf.owned && t.own.advancing.Load()) {
 			ns = s.withHeld(heldBucketAndChanges)
 			pushed = t.changes.push(to)
 		}

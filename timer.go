@@ -3,6 +3,7 @@ package hashedwheel
 import (
 	"log/slog"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,7 @@ type Timer struct {
 type settings struct {
 	tickDuration       int64 // nanoseconds, at least minTickDuration
 	mask               int64 // len(wheel.buckets) - 1
+	wheelBits          uint  // log2(len(wheel.buckets))
 	maxPendingTimeouts int64 // <= 0: unlimited
 	taskExecutor       func(task func())
 	logger             *slog.Logger
@@ -173,6 +175,11 @@ type wheel struct {
 	// occupied is the set of non-empty buckets.
 	occupied occupancy
 
+	// levels are the levels above the buckets, for timeouts due beyond a
+	// turn of the wheel (see checktick.go): level k is levels[k-1], made
+	// when a timeout first goes there.
+	levels [maxLevels]*level
+
 	// running lists the periodic timeouts whose run has been handed out and
 	// has not come back yet, so that Stop can return them.
 	running bucket
@@ -194,7 +201,7 @@ type wheel struct {
 	// tick (or, for an owned Timer, the tick of the now given to Advance):
 	// ticks before it have ended. It runs ahead of tick while the worker
 	// catches up; timeouts due by it are then placed at their deadline's
-	// tick, not looked at early (see checkTickOf).
+	// tick, not through the levels (see checkTickOf).
 	clockTick int64
 
 	// transferBudget is how many more new timeouts the worker may take from
@@ -266,6 +273,7 @@ func NewTimer(opts ...Option) (*Timer, error) {
 		conf: settings{
 			tickDuration:       int64(c.tickDuration),
 			mask:               int64(c.ticksPerWheel - 1),
+			wheelBits:          uint(bits.TrailingZeros(uint(c.ticksPerWheel))),
 			maxPendingTimeouts: c.maxPendingTimeouts,
 			taskExecutor:       c.taskExecutor,
 			logger:             c.logger,

@@ -19,59 +19,118 @@ import (
 // keep it from expiring timeouts.
 const maxTransfersPerTick = 100_000
 
-// link puts to into bucket idx of the wheel, from being when it needs the
-// worker (see bucket.minDue), and marks the bucket occupied.
-func (t *Timer) link(to *Timeout, idx, from int64) {
-	b := &t.wheel.buckets[idx]
-	if b.head == nil {
-		t.wheel.occupied.add(int(idx))
+// link puts to, whose check tick is check, into the wheel: the bucket of
+// that tick (level 0), or the slot of that tick in level k above the
+// buckets, from being when it needs the worker (see bucket.minDue). It
+// records where in to.checkTick, and marks the bucket or slot occupied.
+func (t *Timer) link(to *Timeout, check int64, k int, from int64) {
+	if k == 0 {
+		idx := check & t.conf.mask
+		b := &t.wheel.buckets[idx]
+		if b.head == nil {
+			t.wheel.occupied.add(int(idx))
+		}
+		b.add(to, from)
+		to.checkTick = uint32(check)
+		return
 	}
-	b.add(to, from)
+	l := t.wheel.levels[k-1]
+	if l == nil {
+		l = &level{}
+		for i := range l.slots {
+			l.slots[i].minDue = math.MaxInt64
+		}
+		t.wheel.levels[k-1] = l
+	}
+	slot := check >> t.levelShift(k)
+	idx := slot & (levelSlots - 1)
+	l.slots[idx].add(to, from)
+	l.occupied |= 1 << idx
+	to.checkTick = uint32(slot)
 }
 
-// bucketOf returns the index of the bucket a timeout in the wheel is in.
-func (t *Timer) bucketOf(to *Timeout) int64 { return int64(to.checkTick) & t.conf.mask }
-
-// unlink takes to out of its bucket.
-func (t *Timer) unlink(to *Timeout) {
-	idx := t.bucketOf(to)
-	b := &t.wheel.buckets[idx]
-	b.remove(to)
-	if b.head == nil {
-		t.wheel.occupied.remove(int(idx))
+// unlink takes to, held in the wheel at level k (from its state), out of
+// its bucket or slot.
+func (t *Timer) unlink(to *Timeout, k int) {
+	if k == 0 {
+		idx := int64(to.checkTick) & t.conf.mask
+		b := &t.wheel.buckets[idx]
+		b.remove(to)
+		if b.head == nil {
+			t.wheel.occupied.remove(int(idx))
+		}
+		return
+	}
+	l := t.wheel.levels[k-1]
+	idx := to.checkTick & (levelSlots - 1)
+	l.slots[idx].remove(to)
+	if l.slots[idx].head == nil {
+		l.occupied &^= 1 << idx
 	}
 }
 
-// place puts to, under its lock, into the bucket of its check tick (see
-// checktick.go), taking it out of the bucket it is in if inBucket is true,
-// and records that tick in its checkTick.
+// place puts to, under its lock with state s, where its check tick says
+// (see checktick.go): a bucket of the wheel, or a slot of a level above it,
+// taking it out of where it is first if linked. It returns s with the level
+// it went to.
 //
 // A timeout placed in the current tick's bucket is due at this tick: place
 // must not be called while that bucket is being walked, unless the caller
 // looks at the timeout again (see expireTimeouts).
-func (t *Timer) place(to *Timeout, inBucket bool) {
+func (t *Timer) place(to *Timeout, s state, linked bool) state {
 	deadline := to.deadline
-	check := t.checkTickOf(to, deadline, inBucket)
+	check, k := t.checkTickOf(deadline)
 	if assertInvariants {
-		t.assertCheckTick(to, deadline, check)
+		t.assertCheckTick(to, deadline, check, k)
 	}
 	// The bucket must be visited at the check tick: from its start, or
 	// from the deadline if that is earlier (it is due there, or passed).
 	from := min(deadline, check*t.conf.tickDuration)
-	idx := check & t.conf.mask
 	if t.conf.owned {
 		t.own.nextDueAt = min(t.own.nextDueAt, t.tickEnd(check))
 	}
-	if inBucket && t.bucketOf(to) != idx {
-		t.unlink(to)
-		inBucket = false
+	if linked {
+		if k == 0 && s.level() == 0 && int64(to.checkTick)&t.conf.mask == check&t.conf.mask {
+			// Staying in its bucket: a look at it for the others there
+			// does not move it.
+			b := &t.wheel.buckets[check&t.conf.mask]
+			b.minDue = min(b.minDue, from)
+			to.checkTick = uint32(check)
+			return s
+		}
+		t.unlink(to, s.level())
 	}
-	to.checkTick = uint32(check)
-	if inBucket {
-		b := &t.wheel.buckets[idx]
-		b.minDue = min(b.minDue, from)
-	} else {
-		t.link(to, idx, from)
+	t.link(to, check, k, from)
+	return s.withLevel(k)
+}
+
+// cascade takes down the timeouts of the levels whose slot starts at the
+// worker's tick: it places each again, into a lower level or the wheel's
+// bucket of its deadline, as each is due less than a slot's width after
+// that start. The worker calls it at every tick it processes, before it
+// walks the tick's bucket; nextDueTick makes it stop at every such tick.
+func (t *Timer) cascade() {
+	tick := t.wheel.tick
+	for k := 1; k <= maxLevels; k++ {
+		shift := t.levelShift(k)
+		if shift >= 62 || tick&(1<<shift-1) != 0 {
+			return // not a slot's start here, nor in the levels above
+		}
+		l := t.wheel.levels[k-1]
+		idx := tick >> shift & (levelSlots - 1)
+		if l == nil || l.occupied&(1<<idx) == 0 {
+			continue
+		}
+		to := l.slots[idx].head
+		l.slots[idx] = bucket{minDue: math.MaxInt64}
+		l.occupied &^= 1 << idx
+		for to != nil {
+			next := to.bucketNext
+			to.bucketNext, to.bucketPrev = nil, nil
+			s := to.lock()
+			to.unlock(t.place(to, s, false))
+			to = next
+		}
 	}
 }
 
@@ -97,10 +156,9 @@ func (t *Timer) takeChange(to *Timeout) {
 	case s.held() == heldChanges:
 		t.letGo(to, s, false)
 	case s.phase() == stPending:
-		t.place(to, true)
-		to.unlock(s.withHeld(heldBucket))
+		to.unlock(t.place(to, s, true).withHeld(heldBucket))
 	default:
-		t.unlink(to)
+		t.unlink(to, s.level())
 		t.letGo(to, s, true)
 	}
 }
@@ -183,8 +241,7 @@ func (t *Timer) takeNew(to *Timeout) {
 	// Netty's remainingRounds would be (deadline/tick - t.wheel.tick) /
 	// len(wheel): the visits to the bucket before the one at which it is
 	// due.
-	t.place(to, false)
-	to.unlock(s.withHeld(heldBucket))
+	to.unlock(t.place(to, s, false).withHeld(heldBucket))
 }
 
 // dropCancelled lets go, in one step, of a timeout that a queue of new
@@ -198,7 +255,7 @@ func (to *Timeout) dropCancelled() bool {
 }
 
 // letGo ends the critical section of a cancelled timeout s that the worker
-// is done with, out of its lists: it lets go of it (held nowhere), counts
+// is done with, out of its lists and levels: it lets go of it (held nowhere), counts
 // the cancel if count, and makes the Cancelled call owed, if any, after the
 // section, with the task read inside it.
 func (t *Timer) letGo(to *Timeout, s state, count bool) {
@@ -251,8 +308,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 			}
 			to.unlock(s)
 		case deadline >= end:
-			t.place(to, true)
-			to.unlock(s)
+			to.unlock(t.place(to, s, true))
 		case t.isStopped():
 			to.unlock(s)
 			return // the rest is for Stop
@@ -284,7 +340,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 func (t *Timer) expireDue(to *Timeout, s state, now int64) hand {
 	task := to.task
 	h := hand{to: to, task: task, where: t.runsWhere(task)}
-	t.unlink(to)
+	t.unlink(to, 0)
 	var ns state
 	if p, periodic := task.(*periodicTask); periodic {
 		atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))

@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 	"time"
 )
@@ -43,6 +44,7 @@ func (t *Timer) run() {
 		if t.catchUp() {
 			continue
 		}
+		t.cascade()
 		if idx := t.wheel.tick & t.conf.mask; t.wheel.buckets[idx].minDue < t.tickEnd(t.wheel.tick) {
 			t.expireTimeouts(idx)
 		} else if assertInvariants {
@@ -247,12 +249,13 @@ func (t *Timer) sleepFor(sleep *time.Timer, plan sleepPlan, now int64) {
 }
 
 // nextDueTick returns the first tick, from t.wheel.tick on, at which a bucket may
-// have a timeout due, or park true if the wheel is empty. It looks only at
-// non-empty buckets, in tick order, and stops at the first one due at its
-// next visit, or once the next visits are later than the earliest due tick
-// found, so its cost does not grow with the wheel.
+// have a timeout due or a level a slot to take down (see cascade), or park
+// true if the wheel and its levels are empty. It looks only at non-empty
+// buckets, in tick order, and stops at the first one due at its next
+// visit, or once the next visits are later than the earliest due tick
+// found, and at one word a level: its cost does not grow with the wheel.
 func (t *Timer) nextDueTick() (due int64, park bool) {
-	due, park = math.MaxInt64, true
+	due, park = t.nextCascade()
 	cur := int(t.wheel.tick & t.conf.mask)
 	// Buckets cur..len-1 are visited at offsets 0.., then 0..cur-1.
 	for _, span := range [2]struct{ from, to, offset int }{
@@ -275,6 +278,30 @@ func (t *Timer) nextDueTick() (due int64, park bool) {
 		}
 	}
 	return due, park
+}
+
+// nextCascade returns the first tick, from t.wheel.tick on, at which a level
+// above the wheel has a slot to take down, or park true if the levels are
+// empty. The slot that holds the worker's tick comes at its start if that is
+// the worker's tick (not processed yet), else a whole span later.
+func (t *Timer) nextCascade() (at int64, park bool) {
+	at, park = math.MaxInt64, true
+	for k := 1; k <= maxLevels; k++ {
+		l := t.wheel.levels[k-1]
+		if l == nil || l.occupied == 0 {
+			continue
+		}
+		shift := t.levelShift(k)
+		cur := t.wheel.tick >> shift
+		p := int(cur & (levelSlots - 1))
+		var offset int64
+		if cur<<shift != t.wheel.tick || l.occupied&(1<<p) == 0 {
+			// Slot p+1+j comes at offset j+1; slot p, a span later.
+			offset = int64(bits.TrailingZeros64(bits.RotateLeft64(l.occupied, -(p+1)))) + 1
+		}
+		at, park = min(at, (cur+offset)<<shift), false
+	}
+	return at, park
 }
 
 // newTimeoutsEmpty reports whether every shard's queue is empty.

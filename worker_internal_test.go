@@ -16,12 +16,20 @@ import (
 // synctest.Wait, which returns once the worker is durably blocked and orders
 // its writes before the reads.
 
-// linked counts the timeouts in the wheel's buckets.
+// linked counts the timeouts in the wheel: its buckets and the levels above.
 func linked(t *Timer) int {
 	n := 0
-	for i := range t.wheel.buckets {
-		for to := t.wheel.buckets[i].head; to != nil; to = to.bucketNext {
+	count := func(b *bucket) {
+		for to := b.head; to != nil; to = to.bucketNext {
 			n++
+		}
+	}
+	for i := range t.wheel.buckets {
+		count(&t.wheel.buckets[i])
+	}
+	for _, l := range t.wheel.levels {
+		for i := 0; l != nil && i < len(l.slots); i++ {
+			count(&l.slots[i])
 		}
 	}
 	return n
@@ -63,15 +71,15 @@ func TestIdleWorkerParksAndSleepsUntilSomethingIsDue(t *testing.T) {
 		assert.True(t, tm.wake.sleeping.Load(), "an idle worker must park")
 		assert.Zero(t, tm.wheel.tick, "a parked worker must not count ticks")
 
-		// One timeout 10s away lands in bucket (36000+100)&7 = 4 with 12
-		// rounds. The worker skips the visits at which it is not due and
-		// sleeps until tick 36100.
+		// One timeout 10s away (100 ticks) waits in level 1, in the slot
+		// that starts at tick 36096. The worker sleeps until then, takes
+		// it down into the bucket of tick 36100, and sleeps until that.
 		to, err := tm.AfterFunc(10*time.Second, func() {})
 		require.NoError(t, err)
 		time.Sleep(1050 * time.Millisecond)
 		synctest.Wait()
 		// Woken at 1h, the worker took tick 36000 from the clock, moved the
-		// timeout into its bucket, and sleeps until tick 36100 ends.
+		// timeout into level 1, and sleeps until tick 36096 ends.
 		assert.Equal(t, int64(36001), tm.wheel.tick)
 		assert.True(t, tm.wake.sleeping.Load())
 		// Stop at once, before the clock can move: the worker's next step
@@ -127,13 +135,14 @@ func TestSparseWheelGoesToSleepWithoutWalkingIt(t *testing.T) {
 	})
 }
 
-// TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove: a timeout due
-// more than a turn of the wheel ahead is placed at a check tick an eighth of
-// the time left before its deadline. A Reset to an earlier deadline at or
-// after that tick leaves the worker alone (nothing in the changes queue);
-// one before it goes through the changes queue. Either way the timeout runs
-// at the end of its new deadline's tick, never before, after a few looks.
-func TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove(t *testing.T) {
+// TestFarTimeoutWaitsInALevelSoAnEarlierResetNeedsNoMove: a timeout due
+// more than a turn of the wheel ahead waits in a level above the wheel, in
+// the slot of its deadline, whose start is its check tick. A Reset to an
+// earlier deadline at or after that tick leaves the worker alone (nothing
+// in the changes queue); one before it goes through the changes queue.
+// Either way the timeout runs at the end of its new deadline's tick, never
+// before, after a look per level.
+func TestFarTimeoutWaitsInALevelSoAnEarlierResetNeedsNoMove(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const tick = 10 * time.Millisecond
 		tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(8))
@@ -144,12 +153,14 @@ func TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove(t *testing.T) {
 		far, err := tm.AfterFunc(time.Hour, func() { ranAt <- time.Since(start) })
 		require.NoError(t, err)
 		synctest.Wait()
-		// Placed at the tick an eighth of an hour before its deadline.
-		check := int64(time.Hour/tick) - int64(time.Hour/tick)>>checkAheadShift
+		// 360,000 ticks ahead: level 3, whose slots are 8*64*64 = 32768
+		// ticks wide; the slot of the deadline starts at tick 327,680
+		// (54m36.8s).
 		s := far.lock()
-		got := far.checkTick
+		got, level := far.checkTick, s.level()
 		far.unlock(s)
-		require.Equal(t, uint32(check), got)
+		require.Equal(t, 3, level)
+		require.Equal(t, uint32(327_680>>15), got, "the slot's number")
 
 		// Hold the worker in a task, so that it takes nothing from the
 		// changes queue while the resets are looked at.
@@ -169,7 +180,7 @@ func TestFarTimeoutIsLookedAtEarlySoAnEarlierResetNeedsNoMove(t *testing.T) {
 		synctest.Wait()
 		assert.Empty(t, ranAt, "ran before the end of its deadline's tick")
 		assert.Equal(t, runAt, <-ranAt)
-		// Looked at when it was placed, then about log8 of the turns.
+		// Looked at when it was placed, then once a level on its way down.
 		assert.LessOrEqual(t, tm.Stats().Ticks, uint64(8), "ticks processed")
 	})
 }
