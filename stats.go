@@ -88,3 +88,83 @@ func (t *Timer) publishStats() {
 	t.published.late.Store(c.late)
 	t.published.maxLateness.Store(c.maxLateness)
 }
+
+// handOutClock gives the time of the runs one walk of a bucket hands out,
+// for Late and MaxLateness and for the skip of a periodic timeout's runs
+// behind, without a clock read after every task that runs on the worker,
+// which would cost a burst of runs due at once a quarter of its time.
+//
+// A run's lateness is its hand-out time less its deadline. The worker reads
+// the clock before the first run of the walk, and then once a batch of runs
+// has been handed out, or every 64 hand-outs. While no task has run on the
+// worker since the last reading, the hand-outs happen at that reading, to
+// within the worker's own work. A run handed out after a task ran here, in
+// a batch, is counted at the reading that ends the batch: never earlier than
+// its hand-out, so a task that blocked hides no lateness behind it, and
+// later by at most what the batch's tasks took. A batch is one run at the
+// start of every walk and after any batch that took a 64th of a tick or
+// more, so a run behind a task that blocked is timed exactly; it doubles,
+// up to 64 runs, after each batch that took less, so a burst of short tasks
+// costs a clock read per 64 runs. The one inexact count: when a task blocks
+// inside a batch of k runs, the up to k-1 runs handed out before it in that
+// batch are counted as late as the batch's end.
+type handOutClock struct {
+	t        *Timer
+	now      int64                  // the latest reading, in nanoseconds since the start
+	read1    bool                   // now has been read in this walk
+	ran      bool                   // a task ran on the worker since now was read
+	batch    int                    // runs in a batch (0 counts as 1): between two readings while tasks run here
+	since    int                    // runs handed out since now was read
+	deferred [maxHandOutBatch]int64 // deadlines of the runs handed out after a task ran here since now
+	nDefer   int
+	reads    int // readings taken, for tests
+}
+
+// maxHandOutBatch is the most runs handed out between two readings.
+const maxHandOutBatch = 64
+
+// handOut returns the time at which a run due at deadline is handed out, and
+// counts the run's lateness (now, or once its batch ends). fresh asks for a
+// reading made after the last task that ran here: a periodic run skips the
+// runs more than a period behind that time.
+func (c *handOutClock) handOut(deadline int64, fresh bool) int64 {
+	if !c.read1 || c.since >= maxHandOutBatch || c.ran && (c.since >= max(c.batch, 1) || fresh) {
+		c.read(c.t.elapsed())
+	}
+	c.since++
+	if !c.ran {
+		c.t.countLateness(c.now - deadline)
+	} else {
+		c.deferred[c.nDefer] = deadline
+		c.nDefer++
+	}
+	return c.now
+}
+
+// taskRan records that a task ran on the worker (or through the executor,
+// which may run it there): time may have passed since now.
+func (c *handOutClock) taskRan() { c.ran = true }
+
+// read takes now as the latest reading: it counts the runs deferred to it,
+// and sizes the next batch by how long the last one took.
+func (c *handOutClock) read(now int64) {
+	for _, deadline := range c.deferred[:c.nDefer] {
+		c.t.countLateness(now - deadline)
+	}
+	if c.ran {
+		if c.read1 && now-c.now < c.t.conf.tickDuration/64 {
+			c.batch = min(2*max(c.batch, 1), maxHandOutBatch)
+		} else {
+			c.batch = 1
+		}
+	}
+	c.now, c.read1, c.ran, c.since, c.nDefer = now, true, false, 0, 0
+	c.reads++
+}
+
+// finish counts the runs still deferred, with a reading taken now.
+func (c *handOutClock) finish() {
+	if c.nDefer > 0 {
+		c.read(c.t.elapsed())
+	}
+}

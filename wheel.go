@@ -287,11 +287,10 @@ func (t *Timer) expireTimeouts(idx int64) {
 	end := t.tickEnd(t.wheel.tick)
 	b := &t.wheel.buckets[idx]
 	b.minDue = math.MaxInt64
-	// now is the time of the hand-outs, for the statistics and for the
-	// skip of a periodic timeout's runs behind: read every 64 hand-outs,
-	// and again after a task ran here (it may have blocked).
-	var now int64
-	stale, handed := true, 0
+	// The time of the hand-outs, for the statistics and for the skip of a
+	// periodic timeout's runs behind (see handOutClock).
+	clock := handOutClock{t: t}
+	defer clock.finish()
 	for to := b.head; to != nil; {
 		next := to.bucketNext
 		s := to.lock()
@@ -313,16 +312,13 @@ func (t *Timer) expireTimeouts(idx int64) {
 			to.unlock(s)
 			return // the rest is for Stop
 		default:
-			if stale || handed%64 == 0 {
-				now, stale = t.elapsed(), false
-			}
-			handed++
-			t.countLateness(now - deadline)
+			_, periodic := to.task.(*periodicTask)
+			now := clock.handOut(deadline, periodic)
 			switch returned := t.handOut(t.expireDue(to, s, now)); {
 			case returned >= 0:
-				now = returned // a periodic run returned here
+				clock.read(returned) // a periodic run returned here
 			case returned == ranHere:
-				stale = true
+				clock.taskRan()
 			}
 		}
 		to = next
