@@ -160,6 +160,12 @@ func (t *Timer) nudgeWorker(now int64) {
 // [ErrNilTask], [ErrTimerStopped], an error wrapping
 // [ErrTooManyPendingTimeouts], [ErrNotCreated] and [ErrClockMismatch]. Each
 // leaves to as it was.
+//
+// The Timer holds to by its address until the arm ends: to must not be
+// copied (go vet reports a copy) or moved. append moves the elements of a
+// slice when it grows it, which go vet cannot see: a Timeout in a []conn
+// armed before an append is lost to its conn. Keep structs that hold a
+// Timeout by pointer ([]*conn, map[id]*conn).
 func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error {
 	if to == nil {
 		return ErrNilTimeout
@@ -175,12 +181,16 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 }
 
 // ScheduleAt arms to to run task once at deadline, as [Timer.Schedule] arms
-// it after a delay: the same rules, the same errors, and no allocation. The
-// task runs at the first tick at or after deadline, never before it; a
-// deadline that has passed runs at the next tick, as a delay of zero or less
-// does, and [Timeout.Deadline] reports it as given (a deadline before the
-// Timer started as its start). A deadline too far ahead to represent
-// saturates, as a huge delay does.
+// it after a delay: the same rules, the same errors (each leaves to as it
+// was), and no allocation. The task runs at the first tick at or after
+// deadline, never before it. A deadline that has passed is due at once, as a
+// delay of zero or less is: it runs at the next tick the Timer processes,
+// the end of the one the worker is in (a worker held up by a task, or the
+// owner of a Timer made [WithoutWorker], may first process an earlier tick
+// that has ended, and then runs it there: at the owner's next Advance, say).
+// [Timeout.Deadline] reports the deadline as given, passed or not (one
+// before the Timer started as its start). A deadline too far ahead to
+// represent saturates, as a huge delay does.
 //
 // ScheduleAt reads no clock when deadline carries a monotonic clock reading:
 // a time from time.Now, Add on one, or [Timeout.Deadline], which keeps the
