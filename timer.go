@@ -26,13 +26,14 @@ const (
 // [Timer.Advance].
 type Timer struct {
 	// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every,
-	// Cancel, Reset); one goroutine turns the wheel and hands out the tasks:
-	// the worker, started by Start or the first NewTimeout, or, on a Timer
-	// made WithoutWorker, whichever goroutine holds own.advancing. Producers
-	// never touch the wheel: they hand timeouts over through lock-free
-	// queues, new timeouts (and periodic ones back from a run) through the
-	// shards' queues, timeouts in a bucket that were cancelled or reset
-	// earlier through changes. The fields are grouped by who writes them.
+	// Schedule, ScheduleAt, Cancel, Reset); one goroutine turns the wheel
+	// and hands out the tasks: the worker, started by Start or the first
+	// call that schedules, or, on a Timer made WithoutWorker, whichever
+	// goroutine holds own.advancing. Producers never touch the wheel: they
+	// hand timeouts over through lock-free queues, new timeouts (and
+	// periodic ones back from a run) through the shards' queues, timeouts in
+	// a bucket that were cancelled or reset earlier through changes. The
+	// fields are grouped by who writes them.
 
 	// conf is the configuration: immutable after NewTimer.
 	conf settings
