@@ -25,10 +25,13 @@ import (
 //	go run golang.org/x/perf/cmd/benchstat@latest bench.txt
 //
 // ScheduleCancelReused compares a Timeout the caller owns, scheduled with
-// Schedule and cancelled again and again, with time.AfterFunc and Stop and
-// with a reused time.Timer's Reset and Stop; ScheduleFromTask, a task that
-// schedules its own Timeout again from its run, with one that makes a new
-// Timeout and with time.AfterFunc re-armed by Reset (bench_schedule_test.go).
+// Schedule (or ScheduleAt) and cancelled again and again, with time.AfterFunc
+// and Stop and with a reused time.Timer's Reset and Stop; ScheduleFromTask, a
+// task that schedules its own Timeout again from its run, with one that makes
+// a new Timeout and with time.AfterFunc re-armed by Reset
+// (bench_schedule_test.go); OwnedRearm, on a Timer its owner drives, Every
+// with a Timeout re-armed from its run by ScheduleAt or Schedule
+// (bench_owned_test.go).
 //
 // ScheduleCancel, ScheduleCancelReused and ScheduleCancelParallel also run
 // every side with GOMAXPROCS=1 (the GOMAXPROCS=1 sub-benchmarks), in the
