@@ -208,10 +208,11 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 // read once. The first call on a Timer not started yet starts it, which
 // reads the clock.
 //
-// deadline must come from the clock the Timer runs on: a time with a
-// monotonic reading given to a Timer made in a testing/synctest bubble, whose
-// fake clock has none, returns [ErrClockMismatch], as does a call whose
-// wall-clock reading comes from another clock than the Timer's.
+// deadline must come from the clock the Timer runs on. A time with a
+// monotonic reading, given to a Timer made in a testing/synctest bubble
+// (whose fake clock has none), returns [ErrClockMismatch]; so does a
+// deadline without one given across a bubble's border, as the clock read
+// for it is not the Timer's.
 func (t *Timer) ScheduleAt(to *Timeout, task TimerTask, deadline time.Time) error {
 	if to == nil {
 		return ErrNilTimeout
