@@ -114,3 +114,124 @@ func BenchmarkOwnedReset(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOwnedRearm runs ownedBeats timeouts every ownedPeriod on a Timer
+// made WithoutWorker, an op being one run, as an event loop keeps a
+// heartbeat per connection. The sides:
+//
+//   - Every: a periodic timeout each, its first run moved with Reset so that
+//     the runs spread over the period;
+//   - ScheduleAt: a Timeout in the connection, which its task arms again
+//     from its run at its last deadline plus the period (no clock read, and
+//     no drift);
+//   - Schedule: the same, armed again after the period (a clock read, and
+//     the lateness of each run added to the next).
+//
+// In clock, the owner sleeps until NextDeadline and calls Advance with the
+// clock's reading, as an event loop does; ns/op is then the wall time per
+// run, which the period sets, not the cost. In ahead, the owner moves its
+// now a tick at a time, ahead of the clock (Advance takes the owner's
+// reading), so that only the runs take time: the CPU per run without the
+// noise of sleeping and waking. Schedule is left out there: its deadlines,
+// taken from the clock, would all have passed.
+//
+// The first period of runs is not counted. It reports the process CPU per
+// run (cpu-ns/op: all of the work, as no other goroutine runs) and the
+// allocations per run.
+func BenchmarkOwnedRearm(b *testing.B) {
+	for _, mode := range []string{"clock", "ahead"} {
+		for _, side := range []string{"Every", "ScheduleAt", "Schedule"} {
+			if mode == "ahead" && side == "Schedule" {
+				continue
+			}
+			b.Run(mode+"/"+side, func(b *testing.B) { benchOwnedRearm(b, side, mode == "ahead") })
+		}
+	}
+}
+
+func benchOwnedRearm(b *testing.B, side string, ahead bool) {
+	tm, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(benchTick),
+		hashedwheel.WithTicksPerWheel(benchTicksPerWheel))
+	require.NoError(b, err)
+	defer tm.Stop()
+	start := time.Now()
+	beats := make([]ownedBeat, ownedBeats)
+	for i := range beats {
+		first := ownedPeriod * time.Duration(i+1) / ownedBeats // spread over the first period
+		switch side {
+		case "Every":
+			var to *hashedwheel.Timeout
+			if to, err = tm.Every(ownedPeriod, nop); err == nil {
+				to.Reset(first)
+			}
+		case "ScheduleAt":
+			beats[i].at = true
+			err = tm.ScheduleAt(&beats[i].to, &beats[i], start.Add(first))
+		default:
+			err = tm.Schedule(&beats[i].to, &beats[i], first)
+		}
+		require.NoError(b, err)
+	}
+	sleep := time.NewTimer(time.Hour)
+	defer sleep.Stop()
+	now, runs := start, 0
+	owner := func(until int) {
+		for runs < until {
+			if ahead {
+				now = now.Add(benchTick)
+			} else {
+				if at, ok := tm.NextDeadline(); ok {
+					sleep.Reset(time.Until(at))
+					<-sleep.C
+				}
+				now = time.Now()
+			}
+			n, err := tm.Advance(now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runs += n
+		}
+	}
+	owner(ownedBeats) // the first period
+	b.ReportAllocs()
+	var cpu cpuMeter
+	b.ResetTimer()
+	cpu.start()
+	runs = 0
+	owner(b.N)
+	b.StopTimer()
+	cpu.stop()
+	cpu.report(b, "cpu-ns/op", time.Nanosecond, float64(runs))
+	for i := range beats {
+		if err := beats[i].err; err != nil {
+			b.Fatalf("beat %d: %v", i, err)
+		}
+	}
+}
+
+const (
+	ownedBeats  = 20_000
+	ownedPeriod = 100 * time.Millisecond
+)
+
+// ownedBeat is a connection's heartbeat, its Timeout in it: each run arms
+// it again a period later, at its last deadline plus the period (at) or
+// after the period from now.
+type ownedBeat struct {
+	to  hashedwheel.Timeout
+	at  bool
+	err error
+}
+
+func (o *ownedBeat) Run(to *hashedwheel.Timeout) {
+	var err error
+	if o.at {
+		err = to.Timer().ScheduleAt(to, o, to.Deadline().Add(ownedPeriod))
+	} else {
+		err = to.Timer().Schedule(to, o, ownedPeriod)
+	}
+	if err != nil {
+		o.err = err
+	}
+}

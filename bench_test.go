@@ -25,10 +25,13 @@ import (
 //	go run golang.org/x/perf/cmd/benchstat@latest bench.txt
 //
 // ScheduleCancelReused compares a Timeout the caller owns, scheduled with
-// Schedule and cancelled again and again, with time.AfterFunc and Stop and
-// with a reused time.Timer's Reset and Stop; ScheduleFromTask, a task that
-// schedules its own Timeout again from its run, with one that makes a new
-// Timeout and with time.AfterFunc re-armed by Reset (bench_schedule_test.go).
+// Schedule (or ScheduleAt) and cancelled again and again, with time.AfterFunc
+// and Stop and with a reused time.Timer's Reset and Stop; ScheduleFromTask, a
+// task that schedules its own Timeout again from its run, with one that makes
+// a new Timeout and with time.AfterFunc re-armed by Reset
+// (bench_schedule_test.go); OwnedRearm, on a Timer its owner drives, Every
+// with a Timeout re-armed from its run by ScheduleAt or Schedule
+// (bench_owned_test.go).
 //
 // ScheduleCancel, ScheduleCancelReused and ScheduleCancelParallel also run
 // every side with GOMAXPROCS=1 (the GOMAXPROCS=1 sub-benchmarks), in the
@@ -123,11 +126,13 @@ func BenchmarkScheduleCancel(b *testing.B) {
 
 // BenchmarkScheduleCancelReused schedules a Timeout 30s away with Schedule
 // and cancels it, the same Timeout every time, on one goroutine, as a
-// connection that owns its timeout does per request; against time.AfterFunc
-// and Stop, a new timer each time, and against one time.Timer (made by
-// time.AfterFunc) re-armed with Reset and stopped with Stop every time. All
-// three again with GOMAXPROCS=1, in the same run. cpu-ns/op is the process's
-// CPU, the wheel's worker included.
+// connection that owns its timeout does per request; the same with
+// ScheduleAt, at a deadline the caller holds (a connection's last read plus
+// its limit, say: here one taken before the loop), which costs no clock
+// read; against time.AfterFunc and Stop, a new timer each time, and against
+// one time.Timer (made by time.AfterFunc) re-armed with Reset and stopped
+// with Stop every time. All four again with GOMAXPROCS=1, in the same run.
+// cpu-ns/op is the process's CPU, the wheel's worker included.
 //
 // A Timeout cancelled and scheduled again on the same Timer before the worker
 // took the cancel in is re-armed in place, so the worker has nothing to do
@@ -140,6 +145,12 @@ func BenchmarkScheduleCancelReused(b *testing.B) {
 			tm := newBenchTimer(b, benchTick)
 			defer tm.Stop()
 			benchReusedOps(b, tm, scheduleCancel(tm, new(hashedwheel.Timeout)))
+		})
+		b.Run("hashedwheel.ScheduleAt", func(b *testing.B) {
+			defer withProcs(procs)()
+			tm := newBenchTimer(b, benchTick)
+			defer tm.Stop()
+			benchReusedOps(b, tm, scheduleAtCancel(tm, new(hashedwheel.Timeout), time.Now().Add(cancelDelay)))
 		})
 		b.Run("time.AfterFunc", func(b *testing.B) {
 			defer withProcs(procs)()
@@ -215,6 +226,16 @@ func newTimeoutCancel(tm *hashedwheel.Timer) func() error {
 func scheduleCancel(tm *hashedwheel.Timer, to *hashedwheel.Timeout) func() error {
 	return func() error {
 		if err := tm.Schedule(to, nopTask, cancelDelay); err != nil {
+			return err
+		}
+		to.Cancel()
+		return nil
+	}
+}
+
+func scheduleAtCancel(tm *hashedwheel.Timer, to *hashedwheel.Timeout, deadline time.Time) func() error {
+	return func() error {
+		if err := tm.ScheduleAt(to, nopTask, deadline); err != nil {
 			return err
 		}
 		to.Cancel()

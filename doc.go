@@ -7,8 +7,8 @@
 // it owns, or through an executor you supply), instead of a goroutine per
 // timer as with [time.AfterFunc]. Scheduling allocates one object, a 64-byte
 // [Timeout] (96 bytes for a periodic one, and three allocations with
-// [WithTaskExecutor]), or nothing when [Timer.Schedule] arms a Timeout of
-// yours; re-arming and cancelling allocate nothing. A context
+// [WithTaskExecutor]), or nothing when [Timer.Schedule] or
+// [Timer.ScheduleAt] arms a Timeout of yours; re-arming and cancelling allocate nothing. A context
 // from [Timer.WithTimeout] costs two allocations, from [Timer.WithDeadline]
 // three. In exchange a task runs at the first tick at or after its deadline:
 // never early, and on an idle machine at most about one tick late.
@@ -33,9 +33,12 @@
 //     run what is due on its own goroutine, and sleeps until
 //     [Timer.NextDeadline]. See the example of Timer.Advance.
 //   - A Timeout in your own struct, one per connection or request:
-//     [Timer.Schedule] arms it and allocates nothing, and its task may
-//     schedule it again to look later at what it watches. See the example of
-//     Timer.Schedule.
+//     [Timer.Schedule] arms it after a delay, [Timer.ScheduleAt] at a
+//     deadline, and neither allocates; its task may arm it again to look
+//     later at what it watches, at its last deadline plus a period to keep
+//     a period without drift. Keep such structs by pointer: append moves the
+//     elements of a slice, armed Timeouts included. See the examples of
+//     Timer.Schedule and Timer.ScheduleAt.
 //
 // A task runs on the worker by default, so a slow task delays every timeout
 // behind it: give such tasks [WithTaskWorkers], and watch [Timer.Stats].

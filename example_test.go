@@ -394,3 +394,46 @@ func ExampleTimer_Schedule() {
 	// ping 3
 	// no answer: kicked
 }
+
+// heartbeat is a heartbeat that lives in a struct of yours, with its
+// Timeout: each run arms the Timeout again a period after the deadline it
+// ran for, not after the time it ran, so the beats keep their period without
+// drift however late each run, and no run reads the clock to arm the next.
+type heartbeat struct {
+	timeout hashedwheel.Timeout
+	first   time.Time
+	period  time.Duration
+	left    int // beats left; only Run touches it
+	done    chan struct{}
+}
+
+func (h *heartbeat) Run(timeout *hashedwheel.Timeout) {
+	fmt.Println("beat due", timeout.Deadline().Sub(h.first), "after the first")
+	if h.left--; h.left == 0 {
+		close(h.done)
+		return
+	}
+	if err := timeout.Timer().ScheduleAt(timeout, h, timeout.Deadline().Add(h.period)); err != nil {
+		log.Print(err) // the timer stopped
+	}
+}
+
+func ExampleTimer_ScheduleAt() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	h := &heartbeat{period: 25 * time.Millisecond, left: 4, done: make(chan struct{})}
+	h.first = time.Now().Add(h.period)
+	if err := timer.ScheduleAt(&h.timeout, h, h.first); err != nil {
+		log.Fatal(err)
+	}
+	<-h.done
+	// Output:
+	// beat due 0s after the first
+	// beat due 25ms after the first
+	// beat due 50ms after the first
+	// beat due 75ms after the first
+}

@@ -156,10 +156,12 @@ type runRecord struct {
 
 	// kindRearm (see fuzzTask.rearm): the tasks of the arms it made of its
 	// own Timeout, and what Schedule, Reset and Cancel returned.
-	rearm, rearm2       *fuzzTask
-	rearmErr, rearm2Err error
-	again               error // a second Schedule, while the new arm is pending
-	resetOK, cancelOK   bool
+	rearm, rearm2        *fuzzTask
+	rearmErr, rearm2Err  error
+	rearmAt, rearm2At    int64 // the deadlines of those arms, since the start
+	rearmBase, rearm2At0 int64 // with ScheduleAt: what Deadline reported before each arm
+	again                error // a second Schedule, while the new arm is pending
+	resetOK, cancelOK    bool
 }
 
 // fuzzModel is the reference model of one fuzzed Timer, shared by the three
@@ -1280,6 +1282,7 @@ type fuzzTask struct {
 	rearmMode  int           // what it does once it has armed it
 	rearmDelay time.Duration // the delay of each arm it makes
 	resetDelay time.Duration // rearmMode 1: the delay Reset moves the new arm to
+	rearmAt    bool          // it arms with ScheduleAt, at its last deadline plus rearmDelay
 }
 
 // task returns ft as the task to schedule.

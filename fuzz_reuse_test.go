@@ -11,12 +11,19 @@ import (
 )
 
 // This file holds what the model adds for Timeouts that are armed again
-// (guarantee 21): Timer.Schedule of a session's Timeout, or of one that
-// NewTimeout, AfterFunc or an earlier Schedule armed; Cancel and Reset on
-// them; kindRearm, a task that schedules its own Timeout again from inside
-// its run or its Cancelled call; and a second Timer, which runs nothing, to
-// which Timeouts move and from which they come back. All three drivers use
-// it.
+// (guarantees 21 and 22): Timer.Schedule or Timer.ScheduleAt of a
+// session's Timeout, or of one that NewTimeout, AfterFunc or an earlier arm
+// armed; Cancel and Reset on them; kindRearm, a task that schedules its own
+// Timeout again from inside its run or its Cancelled call, with Schedule or
+// at its last deadline plus a delay with ScheduleAt; and a second Timer,
+// which runs nothing, to which Timeouts move and from which they come back.
+// All three drivers use it.
+//
+// ScheduleAt's deadlines are those Schedule's delays give, and passed ones
+// no earlier than the start of the current tick: such a deadline is due in
+// the tick a delay of zero is, whatever the driver. (One passed before it
+// runs at the next tick the Timer processes, which may be an earlier one
+// that has ended: the tests of guarantee 22 hold those, in every driver.)
 //
 // What the model expects of Schedule: an error wrapping ErrTimeoutPending,
 // changing nothing, while the latest arm is pending, or was cancelled by
@@ -59,9 +66,9 @@ var scheduleKinds = [16]int{kindPlain, kindRearm, kindBlock, kindRearm, kindPlai
 func (m *fuzzModel) reuseOp(op byte, in *fuzzInput) {
 	switch (op - reuseOps) % 8 {
 	case 0, 1, 2:
-		m.scheduleOn(in.next(), in.next(), in.next(), in.next(), false)
+		m.scheduleOn(in.next(), in.next(), in.next(), in.next(), false, (op-reuseOps)&8 != 0)
 	case 3:
-		m.scheduleOn(in.next(), in.next(), in.next(), in.next(), true)
+		m.scheduleOn(in.next(), in.next(), in.next(), in.next(), true, (op-reuseOps)&8 != 0)
 	case 7:
 		m.takeInOther()
 	case 4, 5:
@@ -104,12 +111,14 @@ func (m *fuzzModel) unarmed(to *hashedwheel.Timeout, call string) {
 	m.checkSessions()
 }
 
-// scheduleOn is Timer.Schedule of the Timeout that tb picks, with a task
-// that kindByte describes: bits 0-3 its kind (scheduleKinds), bit 4 a
+// scheduleOn is Timer.Schedule of the Timeout that tb picks, or, if at,
+// Timer.ScheduleAt at the deadline the delay gives (see atDeadline), with a
+// task that kindByte describes: bits 0-3 its kind (scheduleKinds), bit 4 a
 // CancelledTask, and for kindRearm bits 5-6 its rearmMode and bit 7 how
-// many arms it makes (one or three). onOther schedules it on the second
-// Timer, which runs nothing, with a plain task.
-func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther bool) {
+// many arms it makes (one or three); its arms use ScheduleAt if bit 6 of b2
+// is set. onOther schedules it on the second Timer, which runs nothing,
+// with a plain task.
+func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther, at bool) {
 	// The Cancelled calls made and not yet seen (a stopped worker that
 	// waits for a blocked task makes them before it waits): Schedule
 	// refuses a Timeout whose call is owed.
@@ -141,6 +150,7 @@ func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther bool) {
 			ft.rearmMode = int(kindByte>>5) & 3
 			ft.rearmDelay = m.delay(b2, b1)
 			ft.resetDelay = m.delay(b1^b2, b1>>4)
+			ft.rearmAt = b2&0x40 != 0
 		}
 		h.chainDelay, h.ft, task = ft.chainDelay, ft, ft.task()
 	}
@@ -156,8 +166,16 @@ func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther bool) {
 	if onOther {
 		on = "the second Timer's "
 	}
-	m.tracef("%sSchedule(%s, %s #%d, %v)", on, desc, kindName(kind, h), h.id, delay)
-	err := tm.Schedule(to, task, delay)
+	deadline := addSat(m.now, int64(max(delay, 0)))
+	var err error
+	if at {
+		deadline = m.atDeadline(delay)
+		m.tracef("%sScheduleAt(%s, %s #%d, start + %v)", on, desc, kindName(kind, h), h.id, time.Duration(deadline))
+		err = tm.ScheduleAt(to, task, m.start.Add(time.Duration(deadline)))
+	} else {
+		m.tracef("%sSchedule(%s, %s #%d, %v)", on, desc, kindName(kind, h), h.id, delay)
+		err = tm.Schedule(to, task, delay)
+	}
 	if maybePending && errors.Is(err, hashedwheel.ErrTimeoutPending) {
 		wantErr = err
 	}
@@ -176,7 +194,7 @@ func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther bool) {
 		p.state, p.byStop = stateCancelled, true // by the stopped worker: see armWant
 	}
 	h.to, h.task = to, task
-	h.deadline = addSat(m.now, int64(max(delay, 0)))
+	h.deadline = deadline
 	h.dueTick = h.deadline / m.tick
 	if !onOther {
 		h.waitRun = m.outArm(to)
@@ -189,6 +207,17 @@ func (m *fuzzModel) scheduleOn(tb, kindByte, b1, b2 byte, onOther bool) {
 	m.settle()
 }
 
+// atDeadline returns the deadline, since the start, at which scheduleOn
+// arms with ScheduleAt for delay: now plus delay, saturated, as Schedule's
+// deadline; for a delay below zero, one passed by as much, but no earlier
+// than the start of the current tick.
+func (m *fuzzModel) atDeadline(delay time.Duration) int64 {
+	if delay >= 0 {
+		return addSat(m.now, int64(delay))
+	}
+	return max(m.now+int64(delay), m.now-m.now%m.tick) // m.now >= 0: no overflow
+}
+
 // kindName names the kind of task h for the trace.
 func kindName(kind int, h *fuzzHandle) string {
 	switch kind {
@@ -199,7 +228,11 @@ func kindName(kind int, h *fuzzHandle) string {
 	}
 	s := kindNames[kind]
 	if h.ft != nil && kind == kindRearm {
-		s += fmt.Sprintf("(%d arms, mode %d, %v)", h.ft.rearms, h.ft.rearmMode, h.ft.rearmDelay)
+		s += fmt.Sprintf("(%d arms, mode %d, %v", h.ft.rearms, h.ft.rearmMode, h.ft.rearmDelay)
+		if h.ft.rearmAt {
+			s += " after its deadline, with ScheduleAt"
+		}
+		s += ")"
 	}
 	if h.cb {
 		s += " (CancelledTask)"
@@ -391,7 +424,7 @@ func (ft *fuzzTask) rearm(to *hashedwheel.Timeout, r *runRecord, inRun bool) {
 	}
 	tm := ft.m.tm // to.Timer() may be the second one's: see fuzzTask.Run
 	r.rearm = ft.child()
-	r.rearmErr = tm.Schedule(to, r.rearm.task(), ft.rearmDelay)
+	r.rearmBase, r.rearmAt, r.rearmErr = ft.armOwn(tm, to, r.rearm.task(), r.at)
 	if r.rearmErr != nil || !inRun {
 		return
 	}
@@ -404,14 +437,32 @@ func (ft *fuzzTask) rearm(to *hashedwheel.Timeout, r *runRecord, inRun bool) {
 	case 3:
 		r.cancelOK = to.Cancel()
 		r.rearm2 = ft.child()
-		r.rearm2Err = tm.Schedule(to, r.rearm2.task(), ft.rearmDelay)
+		r.rearm2At0, r.rearm2At, r.rearm2Err = ft.armOwn(tm, to, r.rearm2.task(), r.at)
 	}
+}
+
+// armOwn arms to, the task's own Timeout, with task, from inside its run or
+// its Cancelled call at time at: with Schedule after rearmDelay, or, if
+// rearmAt, with ScheduleAt at its latest deadline plus rearmDelay, no
+// earlier than the start of at's tick (see the top of this file). It
+// returns what Deadline reported before the arm (with ScheduleAt), the
+// deadline, since the start, that the arm must have, and what the call
+// returned.
+func (ft *fuzzTask) armOwn(tm *hashedwheel.Timer, to *hashedwheel.Timeout, task hashedwheel.TimerTask,
+	at int64) (base, deadline int64, err error) {
+	if !ft.rearmAt {
+		return 0, addSat(at, int64(max(ft.rearmDelay, 0))), tm.Schedule(to, task, ft.rearmDelay)
+	}
+	m := ft.m
+	last := to.Deadline()
+	deadline = max(int64(last.Add(ft.rearmDelay).Sub(m.start)), at-at%m.tick)
+	return int64(last.Sub(m.start)), deadline, tm.ScheduleAt(to, task, m.start.Add(time.Duration(deadline)))
 }
 
 // child returns the task of an arm that ft makes of its own Timeout.
 func (ft *fuzzTask) child() *fuzzTask {
 	return &fuzzTask{m: ft.m, id: -1, kind: kindRearm, cb: ft.cb, rearms: ft.rearms - 1,
-		rearmMode: ft.rearmMode, rearmDelay: ft.rearmDelay, resetDelay: ft.resetDelay}
+		rearmMode: ft.rearmMode, rearmDelay: ft.rearmDelay, resetDelay: ft.resetDelay, rearmAt: ft.rearmAt}
 }
 
 // rearmed checks what a kindRearm arm, parent, did with its Timeout from
@@ -437,8 +488,17 @@ func (m *fuzzModel) rearmed(parent *fuzzHandle, r runRecord, inRun bool) {
 	// A Stop from a task on another pool goroutine may have come after the
 	// Schedule: then the arms are cancelled by it, or by the calls below.
 	uncertain := m.stop != stopNone
-	n1 := m.armedByTask(r, r.rearm, r.at, ft.rearmDelay)
-	m.tracef("  task #%d: Schedule(its own Timeout, rearm #%d, %v)", parent.id, n1.id, ft.rearmDelay)
+	// Deadline, read in the run or the Cancelled call, reported the arm
+	// that ran or was cancelled: nothing else can arm the Timeout
+	// meanwhile, but on the pool, whose runs race the test goroutine.
+	if ft.rearmAt && !m.pool && r.rearmBase != parent.deadline {
+		m.fatalf("task #%d: Deadline() in its %s = start + %v, want start + %v", parent.id,
+			map[bool]string{true: "run", false: "Cancelled call"}[inRun], time.Duration(r.rearmBase),
+			time.Duration(parent.deadline))
+	}
+	n1 := m.armedByTask(r, r.rearm, r.rearmAt)
+	m.tracef("  task #%d: Schedule(its own Timeout, rearm #%d, %v), due at %v", parent.id, n1.id, ft.rearmDelay,
+		time.Duration(n1.deadline))
 	if !inRun {
 		return
 	}
@@ -473,16 +533,20 @@ func (m *fuzzModel) rearmed(parent *fuzzHandle, r runRecord, inRun bool) {
 		m.fatalf("task #%d: Schedule of the arm it just cancelled = %v, want %v", parent.id, r.rearm2Err, wantErr)
 	}
 	if r.rearm2Err == nil {
-		n2 := m.armedByTask(r, r.rearm2, r.at, ft.rearmDelay)
-		m.tracef("  task #%d: Schedule(its own Timeout, rearm #%d, %v) again", parent.id, n2.id, ft.rearmDelay)
+		if ft.rearmAt && !m.pool && r.rearm2At0 != n1.deadline {
+			m.fatalf("task #%d: Deadline() after it cancelled rearm #%d = start + %v, want start + %v", parent.id,
+				n1.id, time.Duration(r.rearm2At0), time.Duration(n1.deadline))
+		}
+		n2 := m.armedByTask(r, r.rearm2, r.rearm2At)
+		m.tracef("  task #%d: Schedule(its own Timeout, rearm #%d, %v) again, due at %v", parent.id, n2.id,
+			ft.rearmDelay, time.Duration(n2.deadline))
 	}
 }
 
-// armedByTask adds the arm of r.to that a task armed at time at with task ft
-// and delay.
-func (m *fuzzModel) armedByTask(r runRecord, ft *fuzzTask, at int64, delay time.Duration) *fuzzHandle {
-	h := &fuzzHandle{to: r.to, kind: kindRearm, cb: ft.cb, ft: ft, task: ft.task(),
-		deadline: addSat(at, int64(max(delay, 0)))}
+// armedByTask adds the arm of r.to that a task armed with task ft, due at
+// deadline.
+func (m *fuzzModel) armedByTask(r runRecord, ft *fuzzTask, deadline int64) *fuzzHandle {
+	h := &fuzzHandle{to: r.to, kind: kindRearm, cb: ft.cb, ft: ft, task: ft.task(), deadline: deadline}
 	h.dueTick = h.deadline / m.tick
 	h.waitRun = m.outArm(r.to)
 	if m.stop != stopNone {

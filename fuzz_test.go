@@ -12,18 +12,20 @@ import (
 // FuzzTimer decodes its input into a sequence of operations on one Timer,
 // runs them on the fake clock of a synctest bubble, and checks every result
 // against a reference model: every run time, exactly; every return value of
-// NewTimeout, NewPeriodicTimeout, Schedule, Cancel, Reset and Stop;
+// NewTimeout, NewPeriodicTimeout, Schedule, ScheduleAt, Cancel, Reset and
+// Stop;
 // IsExpired, IsCancelled, Deadline, Task, Timer and PendingTimeouts after
 // every operation; every CancelledTask call; and at the end that every arm
 // of every timeout ran exactly once or was cancelled exactly once, and that
 // Stats counts each.
 //
-// Timeouts are reused (guarantee 21, fuzz_reuse_test.go): Schedule arms the
-// Timeouts of a few sessions, and those that NewTimeout and AfterFunc made,
-// again once they have ended, with tasks that may schedule their own
-// Timeout again from inside their run (and Reset or Cancel the new arm,
-// and arm it again in place) or from inside their Cancelled call; Cancel
-// and Reset act on the latest arm. A second Timer, made WithoutWorker and
+// Timeouts are reused (guarantees 21 and 22, fuzz_reuse_test.go): Schedule
+// and ScheduleAt arm the Timeouts of a few sessions, and those that
+// NewTimeout and AfterFunc made, again once they have ended, with tasks that
+// may schedule their own Timeout again from inside their run (after a delay,
+// or at their last deadline plus one; and Reset or Cancel the new arm, and
+// arm it again in place) or from inside their Cancelled call; Cancel and
+// Reset act on the latest arm. A second Timer, made WithoutWorker and
 // driven by the test goroutine, takes Timeouts over once the first has
 // taken in their end and their run has returned.
 //

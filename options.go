@@ -90,7 +90,7 @@ func WithTicksPerWheel(n int) Option {
 }
 
 // WithMaxPendingTimeouts limits how many timeouts may be pending at once;
-// NewTimeout, AfterFunc and Schedule fail with an error wrapping
+// NewTimeout, AfterFunc, Schedule and ScheduleAt fail with an error wrapping
 // [ErrTooManyPendingTimeouts] while the limit is reached. n <= 0, the default,
 // means no limit.
 func WithMaxPendingTimeouts(n int64) Option {

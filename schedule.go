@@ -160,6 +160,12 @@ func (t *Timer) nudgeWorker(now int64) {
 // [ErrNilTask], [ErrTimerStopped], an error wrapping
 // [ErrTooManyPendingTimeouts], [ErrNotCreated] and [ErrClockMismatch]. Each
 // leaves to as it was.
+//
+// The Timer holds to by its address until the arm ends: to must not be
+// copied (go vet reports a copy) or moved. append moves the elements of a
+// slice when it grows it, which go vet cannot see: a Timeout in a []conn
+// armed before an append is lost to its conn. Keep structs that hold a
+// Timeout by pointer ([]*conn, map[id]*conn).
 func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error {
 	if to == nil {
 		return ErrNilTimeout
@@ -171,6 +177,94 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 	if err != nil {
 		return err
 	}
+	return t.arm(to, task, addDelay(now, delay), now)
+}
+
+// ScheduleAt arms to to run task once at deadline, as [Timer.Schedule] arms
+// it after a delay: the same rules, the same errors (each leaves to as it
+// was), and no allocation. The task runs at the first tick at or after
+// deadline, never before it. A deadline that has passed is due at once, as a
+// delay of zero or less is: it runs at the next tick the Timer processes,
+// the end of the one the worker is in (a worker held up by a task, or the
+// owner of a Timer made [WithoutWorker], may first process an earlier tick
+// that has ended, and then runs it there: at the owner's next Advance, say).
+// [Timeout.Deadline] reports the deadline as given, passed or not (one
+// before the Timer started as its start). A deadline too far ahead to
+// represent saturates, as a huge delay does.
+//
+// ScheduleAt reads no clock when deadline carries a monotonic clock reading:
+// a time from time.Now, Add on one, or [Timeout.Deadline], which keeps the
+// Timer's. So a task that re-arms its own Timeout a period after its last
+// deadline,
+//
+//	to.Timer().ScheduleAt(to, task, to.Deadline().Add(period))
+//
+// keeps the period without drift, as [Timer.Every] does, and costs less than
+// Schedule; an idle deadline computed from when a connection last read is
+// armed as it is. (Unlike Every, it does not skip runs that fall behind: a
+// deadline a period after one that ran late may have passed already, and
+// then runs at the next tick.) A deadline without a monotonic reading (from
+// time.Date, time.Unix, a parse, or Round(0)) is taken on the wall clock,
+// read once. The first call on a Timer not started yet starts it, which
+// reads the clock.
+//
+// deadline must come from the clock the Timer runs on. A time with a
+// monotonic reading, given to a Timer made in a testing/synctest bubble
+// (whose fake clock has none), returns [ErrClockMismatch]; so does a
+// deadline without one given across a bubble's border, as the clock read
+// for it is not the Timer's.
+func (t *Timer) ScheduleAt(to *Timeout, task TimerTask, deadline time.Time) error {
+	if to == nil {
+		return ErrNilTimeout
+	}
+	if isNilTask(task) {
+		return ErrNilTask
+	}
+	at, now, err := t.sinceStart(deadline)
+	if err != nil {
+		return err
+	}
+	return t.arm(to, task, at, now)
+}
+
+// sinceStart starts the timer if it is not running yet, and returns
+// deadline in nanoseconds since the timer started, for ScheduleAt, with a
+// reading of the timer's clock no later than the present, for nudgeWorker.
+//
+// A deadline with a monotonic reading is the real clock's: its distance from
+// the start is the difference of the two monotonic readings, and no clock is
+// read. The reading of the present is then the latest one elapsed checked:
+// a kick is a hint, and one that comes late delays only an early drain (see
+// kickWorker). A deadline without one is a synctest bubble's, or a wall-clock
+// time: it is taken against one reading of the clock, which must be the
+// timer's. Deadlines before the start count as the start.
+func (t *Timer) sinceStart(deadline time.Time) (at, now int64, err error) {
+	if t.life.state.Load() != stateStarted {
+		if err := t.Start(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if !isFakeClock(deadline) {
+		if t.conf.createdOnFakeClock {
+			return 0, 0, ErrClockMismatch
+		}
+		return max(int64(deadline.Sub(t.life.startTime)), 0), t.life.clockSeen.Load(), nil
+	}
+	wall := time.Now()
+	if isFakeClock(wall) != t.conf.createdOnFakeClock {
+		return 0, 0, ErrClockMismatch
+	}
+	now = int64(wall.Sub(t.life.startTime))
+	// deadline has no monotonic reading: Sub takes the wall clocks'
+	// difference, saturated.
+	return max(addOffset(now, deadline.Sub(wall)), 0), now, nil
+}
+
+// arm is the body of Schedule and ScheduleAt once the Timer is started and
+// the arguments are checked: it arms to with task, due at deadline, in
+// nanoseconds since the timer started; now is a reading of the timer's
+// clock no later than the present, for nudgeWorker.
+func (t *Timer) arm(to *Timeout, task TimerTask, deadline, now int64) error {
 	wants := wantsCancelled(task)
 	s := to.lock()
 	if t.isStopped() {
@@ -210,7 +304,7 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 	}
 	to.timer.Store(t)
 	to.task = task
-	atomic.StoreInt64(&to.deadline, addDelay(now, delay))
+	atomic.StoreInt64(&to.deadline, deadline)
 	to.unlock(ns + genOne)
 	if ns.held() == heldNew {
 		t.nudgeWorker(now)
@@ -280,8 +374,15 @@ func addDelay(now int64, delay time.Duration) int64 {
 	if delay <= 0 {
 		return now
 	}
-	if int64(delay) > math.MaxInt64-now {
+	return addOffset(now, delay)
+}
+
+// addOffset returns now plus d, which may be negative, saturating at
+// math.MaxInt64; now is not negative, so the sum cannot fall below
+// math.MinInt64.
+func addOffset(now int64, d time.Duration) int64 {
+	if d > 0 && int64(d) > math.MaxInt64-now {
 		return math.MaxInt64
 	}
-	return now + int64(delay)
+	return now + int64(d)
 }

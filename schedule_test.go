@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1331,4 +1332,497 @@ func copied(c *conn) bool {
 	assert.Contains(t, string(out), "copy.go:8", "go vet:\n%s", out)
 	assert.Contains(t, string(out), "copies lock value", "go vet:\n%s", out)
 	assert.Contains(t, string(out), "hashedwheel.Timeout", "go vet:\n%s", out)
+}
+
+// The tests of guarantee 22: Timer.ScheduleAt arms a Timeout, as Schedule
+// does, to run at an absolute deadline. On the fake clock, where no time has
+// a monotonic reading, every deadline is taken on the (fake) wall clock;
+// TestGuarantee22ScheduleAtOnTheRealClock holds the deadlines that carry one.
+
+// rearmAt is a caller's struct that is its own task: each run arms its
+// Timeout again with ScheduleAt, period after the deadline it ran for, while
+// left lasts, and records that deadline and when it ran.
+type rearmAt struct {
+	timeout hashedwheel.Timeout
+	period  time.Duration
+	start   time.Time
+	left    atomic.Int64
+	err     atomic.Pointer[error]
+
+	mu        sync.Mutex // the runs never overlap, but an executor's goroutines end
+	ran, dues []time.Duration
+}
+
+func (a *rearmAt) Run(to *hashedwheel.Timeout) {
+	a.mu.Lock()
+	a.ran = append(a.ran, time.Since(a.start))
+	a.dues = append(a.dues, to.Deadline().Sub(a.start))
+	a.mu.Unlock()
+	if a.left.Add(-1) <= 0 {
+		return
+	}
+	if err := to.Timer().ScheduleAt(to, a, to.Deadline().Add(a.period)); err != nil {
+		a.fail(err)
+	}
+}
+
+// fail keeps err; apart from Run, so that Run's err does not escape.
+func (a *rearmAt) fail(err error) { a.err.Store(&err) }
+
+func (a *rearmAt) runs() (ran, dues []time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.ran), slices.Clone(a.dues)
+}
+
+func TestGuarantee22ScheduleAtRunsAtTheFirstTickAtOrAfterItsDeadline(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		r.sleep(5 * time.Millisecond)
+		// Inside a tick, at a tick's start, a nanosecond before a tick's
+		// end, and more than a turn of the 8-bucket wheel (80ms) ahead.
+		deadlines := []time.Duration{25 * time.Millisecond, 40 * time.Millisecond,
+			60*time.Millisecond - time.Nanosecond, 135 * time.Millisecond}
+		sessions := make([]session, len(deadlines))
+		probes := make([]*probe, len(deadlines))
+		for i, d := range deadlines {
+			probes[i] = newProbe(r.start)
+			to := &sessions[i].timeout
+			require.NoError(t, r.tm.ScheduleAt(to, probes[i], r.start.Add(d)))
+			assert.True(t, to.Deadline().Equal(r.start.Add(d)), "Deadline %v, want start + %v", to.Deadline(), d)
+			assert.Same(t, r.tm, to.Timer())
+			assert.Same(t, probes[i], to.Task())
+			assert.False(t, to.IsExpired() || to.IsCancelled(), "ended as it was armed")
+		}
+		assert.Equal(t, int64(len(deadlines)), r.tm.PendingTimeouts())
+		for i, d := range deadlines {
+			r.sleep(runEnd(d) - r.since() - time.Nanosecond)
+			assert.Empty(t, probes[i].runs(), "deadline %v: ran before the end of its tick", d)
+			r.sleep(time.Nanosecond)
+			assert.Equal(t, []time.Duration{runEnd(d)}, probes[i].runs(), "deadline %v: runs", d)
+		}
+		r.sleep(time.Second)
+		for i, d := range deadlines {
+			assert.Len(t, probes[i].runs(), 1, "deadline %v: runs", d)
+			assert.True(t, sessions[i].timeout.IsExpired(), "deadline %v: IsExpired", d)
+		}
+		assert.Zero(t, r.tm.PendingTimeouts())
+	})
+}
+
+func TestGuarantee22ScheduleAtPassedDeadlineRunsAtTheNextTick(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		r.sleep(43 * time.Millisecond)
+		now := time.Now()
+		cases := []struct {
+			name           string
+			deadline, want time.Time // want: what Deadline reports
+		}{
+			{"earlier in this tick", r.start.Add(41 * time.Millisecond), r.start.Add(41 * time.Millisecond)},
+			{"now", now, now},
+			{"ticks ago", r.start.Add(12 * time.Millisecond), r.start.Add(12 * time.Millisecond)},
+			{"before the Timer started", r.start.Add(-time.Hour), r.start},
+			{"the zero time", time.Time{}, r.start},
+		}
+		sessions := make([]session, len(cases))
+		p := newProbe(r.start)
+		for i, c := range cases {
+			require.NoError(t, r.tm.ScheduleAt(&sessions[i].timeout, p, c.deadline), c.name)
+			assert.True(t, sessions[i].timeout.Deadline().Equal(c.want), "%s: Deadline %v, want %v",
+				c.name, sessions[i].timeout.Deadline(), c.want)
+		}
+		if !r.owned {
+			r.sleep(runEnd(43*time.Millisecond) - r.since() - time.Nanosecond)
+			assert.Empty(t, p.runs(), "ran before the end of the tick they were armed in")
+			r.sleep(time.Second)
+			want := slices.Repeat([]time.Duration{runEnd(43 * time.Millisecond)}, len(cases))
+			assert.Equal(t, want, p.runs(), "passed deadlines run at the next tick, as delays <= 0 do")
+			return
+		}
+		// The owner processes the ticks in order, and places a passed
+		// deadline in the first it has not processed: that may be one
+		// that ended before its last call, if nothing was due in it. Then
+		// its next Advance runs it, before the end of the tick it was
+		// armed in. Each runs once, by the end of that tick.
+		r.sleep(runEnd(43*time.Millisecond) - r.since())
+		runs := p.runs()
+		assert.Len(t, runs, len(cases), "runs by the end of the tick they were armed in")
+		for _, at := range runs {
+			assert.True(t, at >= 43*time.Millisecond && at <= runEnd(43*time.Millisecond), "ran at %v", at)
+		}
+		r.sleep(time.Second)
+		assert.Len(t, p.runs(), len(cases), "runs")
+	})
+}
+
+func TestGuarantee22ScheduleAtPassedDeadlineFromItsOwnRunRunsOncePerTick(t *testing.T) {
+	// A task that arms its Timeout again at the deadline it ran for, which
+	// has passed, runs again at the next tick: never twice in one tick, nor
+	// twice in one Advance on an owned Timer.
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		a := &rearmAt{start: r.start} // period 0: at its own deadline
+		a.left.Store(5)
+		require.NoError(t, r.tm.ScheduleAt(&a.timeout, a, r.start.Add(25*time.Millisecond)))
+		r.sleep(time.Second)
+		ran, dues := a.runs()
+		ms := time.Millisecond
+		assert.Equal(t, []time.Duration{30 * ms, 40 * ms, 50 * ms, 60 * ms, 70 * ms}, ran, "runs")
+		assert.Equal(t, slices.Repeat([]time.Duration{25 * ms}, 5), dues, "the deadlines the runs were for")
+		if err := a.err.Load(); err != nil {
+			t.Errorf("ScheduleAt from the run: %v", *err)
+		}
+	})
+}
+
+func TestGuarantee22ScheduleAtFromItsOwnTaskKeepsThePeriod(t *testing.T) {
+	// Re-armed at Deadline().Add(period) from inside each run, run k is
+	// due at k periods, to the nanosecond, and runs at the end of that
+	// deadline's tick: the lateness of each run (up to a tick) does not
+	// add up. A period that is not a multiple of the tick shows it: re-armed
+	// at the run's time plus the period, as Schedule would be, the runs
+	// would fall a tick behind every few periods.
+	const n, period = 300, 35 * time.Millisecond
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		a := &rearmAt{start: r.start, period: period}
+		a.left.Store(n)
+		require.NoError(t, r.tm.ScheduleAt(&a.timeout, a, r.start.Add(period)))
+		r.sleep(n*period + time.Second)
+		ran, dues := a.runs()
+		require.Len(t, ran, n, "runs")
+		for k := 1; k <= n; k++ {
+			if due := time.Duration(k) * period; dues[k-1] != due || ran[k-1] != runEnd(due) {
+				t.Fatalf("run %d: due at %v, ran at %v; want due at %v, run at %v", k, dues[k-1], ran[k-1], due, runEnd(due))
+			}
+		}
+		if err := a.err.Load(); err != nil {
+			t.Errorf("ScheduleAt from the run: %v", *err)
+		}
+		assert.Zero(t, r.tm.PendingTimeouts())
+	})
+}
+
+func TestGuarantee22ScheduleAtWallClockDeadlines(t *testing.T) {
+	// time.Unix, time.Date and a parse give the same instant, in any
+	// location: a deadline without a monotonic reading is taken on the
+	// wall clock.
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		r.sleep(3 * time.Millisecond)
+		at := r.start.Add(25 * time.Millisecond)
+		u := at.UTC()
+		parsed, err := time.Parse(time.RFC3339Nano, at.Format(time.RFC3339Nano))
+		require.NoError(t, err)
+		cases := map[string]time.Time{
+			"time.Unix":           time.Unix(0, at.UnixNano()),
+			"time.Date, UTC":      time.Date(u.Year(), u.Month(), u.Day(), u.Hour(), u.Minute(), u.Second(), u.Nanosecond(), time.UTC),
+			"time.Date, UTC+5:30": at.In(time.FixedZone("IST", 5*3600+1800)),
+			"time.Parse":          parsed,
+		}
+		sessions := make([]session, len(cases))
+		p := newProbe(r.start)
+		i := 0
+		for name, deadline := range cases {
+			require.NoError(t, r.tm.ScheduleAt(&sessions[i].timeout, p, deadline), name)
+			assert.True(t, sessions[i].timeout.Deadline().Equal(at), "%s: Deadline %v, want %v", name,
+				sessions[i].timeout.Deadline(), at)
+			i++
+		}
+		r.sleep(runEnd(25*time.Millisecond) - r.since() - time.Nanosecond)
+		assert.Empty(t, p.runs(), "ran before the end of the deadline's tick")
+		r.sleep(time.Second)
+		assert.Equal(t, slices.Repeat([]time.Duration{runEnd(25 * time.Millisecond)}, len(cases)), p.runs())
+	})
+}
+
+func TestGuarantee22ScheduleAtHugeDeadlinesSaturate(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		var huge session
+		require.NoError(t, r.tm.Schedule(&huge.timeout, nopTask, math.MaxInt64))
+		saturated := huge.timeout.Deadline()
+		cases := map[string]time.Time{
+			"start + math.MaxInt64": r.start.Add(math.MaxInt64),
+			"time.Unix(1<<62, 0)":   time.Unix(1<<62, 0),
+			"year 9999":             time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		}
+		sessions := make([]session, len(cases))
+		p := newProbe(r.start)
+		i := 0
+		for name, deadline := range cases {
+			require.NoError(t, r.tm.ScheduleAt(&sessions[i].timeout, p, deadline), name)
+			assert.True(t, sessions[i].timeout.Deadline().Equal(saturated), "%s: Deadline %v, want %v (saturated)",
+				name, sessions[i].timeout.Deadline(), saturated)
+			i++
+		}
+		r.sleep(time.Hour)
+		assert.Empty(t, p.runs(), "a saturated deadline ran")
+		assert.Equal(t, int64(len(cases)+1), r.tm.PendingTimeouts())
+		for i := range sessions {
+			assert.True(t, sessions[i].timeout.Cancel(), "Cancel of a saturated deadline")
+		}
+	})
+}
+
+func TestGuarantee22ScheduleAtFollowsTheRulesOfSchedule(t *testing.T) {
+	// The rules of guarantee 21, through ScheduleAt: a cancelled Timeout is
+	// armed again at once on its Timer, and runs at the new deadline only;
+	// Reset moves an arm of ScheduleAt; the Timeout reports its latest arm.
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		var s session
+		p, q := newProbe(r.start), newProbe(r.start)
+		require.NoError(t, r.tm.ScheduleAt(&s.timeout, p, r.start.Add(55*time.Millisecond)))
+		r.sleep(5 * time.Millisecond)
+		require.True(t, s.timeout.Cancel())
+		require.NoError(t, r.tm.ScheduleAt(&s.timeout, q, r.start.Add(25*time.Millisecond)), "armed again at once")
+		assertState(t, armState{deadline: r.start.Add(25 * time.Millisecond), task: q, timer: r.tm}, &s.timeout)
+		require.True(t, s.timeout.Reset(30*time.Millisecond), "Reset of an arm of ScheduleAt")
+		assert.True(t, s.timeout.Deadline().Equal(r.start.Add(35*time.Millisecond)), "Deadline after Reset: %v", s.timeout.Deadline())
+		r.sleep(time.Second)
+		assert.Empty(t, p.runs(), "the cancelled arm ran")
+		assert.Equal(t, []time.Duration{runEnd(35 * time.Millisecond)}, q.runs(), "the latest arm's runs")
+		assert.Equal(t, uint64(1), r.tm.Stats().Cancelled, "Stats.Cancelled counts the cancelled arm")
+	})
+}
+
+func TestGuarantee22ScheduleAtErrorsLeaveTheTimeoutAsItWas(t *testing.T) {
+	// A deadline of the real clock, which has a monotonic reading, given to
+	// a Timer of a bubble, whose clock has none.
+	realDeadline := time.Now().Add(time.Hour)
+	forEachDriver(t, func(t *testing.T, r *rig) {
+		p, q := newProbe(r.start), newProbe(r.start)
+		var zero, expired, cancelled, pending hashedwheel.Timeout
+		require.NoError(t, r.tm.ScheduleAt(&expired, p, r.start))
+		require.NoError(t, r.tm.ScheduleAt(&cancelled, p, r.start.Add(time.Hour)))
+		require.True(t, cancelled.Cancel())
+		require.NoError(t, r.tm.ScheduleAt(&pending, p, r.start.Add(time.Hour)))
+		r.sleep(15 * time.Millisecond)
+		timeouts := map[string]*hashedwheel.Timeout{
+			"zero": &zero, "expired": &expired, "cancelled": &cancelled, "pending": &pending,
+		}
+		deadline := time.Now().Add(10 * time.Millisecond)
+
+		check := func(what string, want error, scheduleAt func(to *hashedwheel.Timeout) error) {
+			t.Helper()
+			for name, to := range timeouts {
+				before, pendingBefore := stateOf(to), r.tm.PendingTimeouts()
+				err := scheduleAt(to)
+				if name == "pending" {
+					assert.Error(t, err, "%s, %s", what, name) // ErrTimeoutPending, or the error checked first
+				} else {
+					assert.ErrorIs(t, err, want, "%s, %s", what, name)
+				}
+				assertUnchanged(t, before, to, what+" ("+name+")")
+				assert.Equal(t, pendingBefore, r.tm.PendingTimeouts(), "%s, %s: pending", what, name)
+			}
+		}
+		check("nil task", hashedwheel.ErrNilTask, func(to *hashedwheel.Timeout) error {
+			return r.tm.ScheduleAt(to, nil, deadline)
+		})
+		check("nil TimerFunc", hashedwheel.ErrNilTask, func(to *hashedwheel.Timeout) error {
+			return r.tm.ScheduleAt(to, hashedwheel.TimerFunc(nil), deadline)
+		})
+		check("a deadline of another clock", hashedwheel.ErrClockMismatch, func(to *hashedwheel.Timeout) error {
+			return r.tm.ScheduleAt(to, q, realDeadline)
+		})
+		pendingBefore := r.tm.PendingTimeouts()
+		assert.ErrorIs(t, r.tm.ScheduleAt(nil, q, deadline), hashedwheel.ErrNilTimeout)
+		assert.Equal(t, pendingBefore, r.tm.PendingTimeouts(), "nil Timeout: pending")
+		before := stateOf(&pending)
+		err := r.tm.ScheduleAt(&pending, q, deadline)
+		assert.ErrorIs(t, err, hashedwheel.ErrTimeoutPending, "a pending Timeout")
+		assert.Contains(t, fmt.Sprint(err), "Reset moves its deadline", "the error says why")
+		assertUnchanged(t, before, &pending, "ScheduleAt of a pending Timeout")
+
+		delete(timeouts, "pending") // the checks below come after the one for a pending Timeout
+		limited := newTimer(t, hashedwheel.WithMaxPendingTimeouts(1), hashedwheel.WithTickDuration(jobTick))
+		_, err = limited.NewTimeout(q, time.Hour)
+		require.NoError(t, err)
+		check("the pending limit", hashedwheel.ErrTooManyPendingTimeouts, func(to *hashedwheel.Timeout) error {
+			return limited.ScheduleAt(to, q, deadline)
+		})
+		stopped := newTimer(t, hashedwheel.WithTickDuration(jobTick))
+		stopped.Stop()
+		check("a stopped Timer", hashedwheel.ErrTimerStopped, func(to *hashedwheel.Timeout) error {
+			return stopped.ScheduleAt(to, q, deadline)
+		})
+		check("a Timer not made by NewTimer", hashedwheel.ErrNotCreated, func(to *hashedwheel.Timeout) error {
+			return new(hashedwheel.Timer).ScheduleAt(to, q, deadline)
+		})
+
+		// Nothing was left half done: each is armed as if nothing had
+		// happened.
+		for name, to := range timeouts {
+			require.NoError(t, r.tm.ScheduleAt(to, q, deadline), name)
+		}
+		r.sleep(time.Second)
+		assert.Len(t, q.runs(), len(timeouts), "runs after the failed calls")
+		assert.Len(t, limited.Stop(), 1, "a failed ScheduleAt left a Timeout pending at the limit")
+	})
+}
+
+func TestGuarantee22ScheduleAtAcrossABubblesBorderFails(t *testing.T) {
+	// A Timer of the real clock used in a bubble, with the bubble's time;
+	// a Timer of a bubble used outside it, with a wall-clock time: each
+	// call reads the clock and finds another than its Timer's.
+	realTimer := newTimer(t)
+	require.NoError(t, realTimer.Start())
+	var s session
+	synctest.Test(t, func(t *testing.T) {
+		assert.ErrorIs(t, realTimer.ScheduleAt(&s.timeout, nopTask, time.Now().Add(time.Second)),
+			hashedwheel.ErrClockMismatch, "a Timer of the real clock in a bubble")
+	})
+	assertState(t, armState{}, &s.timeout)
+
+	outside := make(chan *hashedwheel.Timer)
+	results := make(chan error)
+	go func() {
+		tm := <-outside
+		var s session
+		results <- tm.ScheduleAt(&s.timeout, nopTask, time.Now().Round(0).Add(time.Second))
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t)
+		require.NoError(t, tm.Start())
+		outside <- tm
+		assert.ErrorIs(t, <-results, hashedwheel.ErrClockMismatch, "a Timer of a bubble outside it")
+		assert.Zero(t, tm.PendingTimeouts())
+	})
+}
+
+func TestGuarantee22ScheduleAtAllocatesNothing(t *testing.T) {
+	// As TestGuarantee21ScheduleAllocatesNothing, with ScheduleAt; the
+	// executor runs the task on the goroutine that hands it out.
+	drivers := map[string][]hashedwheel.Option{
+		"worker":   nil,
+		"pool":     {hashedwheel.WithTaskWorkers(2)},
+		"executor": {hashedwheel.WithTaskExecutor(func(f func()) { f() })},
+		"owned":    {hashedwheel.WithoutWorker()},
+	}
+	for name, opts := range drivers {
+		t.Run(name+"/schedule at and cancel", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, name == "owned", opts...)
+				var s session
+				scheduleAtCancel := func() {
+					if err := r.tm.ScheduleAt(&s.timeout, nopTask, time.Now().Add(time.Hour)); err != nil {
+						t.Fatal(err)
+					}
+					if !s.timeout.Cancel() {
+						t.Fatal("Cancel returned false")
+					}
+				}
+				assert.Zero(t, testing.AllocsPerRun(1000, scheduleAtCancel), "allocations per ScheduleAt+Cancel, back to back")
+				assert.Zero(t, testing.AllocsPerRun(100, func() {
+					scheduleAtCancel()
+					r.sleep(jobTick) // the Timer takes each cancel in
+				}), "allocations per ScheduleAt+Cancel, a tick apart")
+			})
+		})
+		t.Run(name+"/tasks that re-arm at their deadline plus a period", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, name == "owned", opts...)
+				const n, period = 100, 100 * time.Millisecond
+				tasks := make([]*rearmAt, n)
+				for i := range tasks {
+					tasks[i] = &rearmAt{start: r.start, period: period}
+					tasks[i].left.Store(math.MaxInt64)
+					tasks[i].ran = make([]time.Duration, 0, 64) // the records must not allocate
+					tasks[i].dues = make([]time.Duration, 0, 64)
+					require.NoError(t, r.tm.ScheduleAt(&tasks[i].timeout, tasks[i], r.start.Add(period)))
+				}
+				runs := func() (sum int) {
+					for _, a := range tasks {
+						a.mu.Lock()
+						sum += len(a.ran)
+						a.mu.Unlock()
+					}
+					return sum
+				}
+				r.sleep(period / 2)
+				periods := 0
+				allocs := testing.AllocsPerRun(50, func() {
+					before := runs()
+					r.sleep(period)
+					periods++
+					if got := runs() - before; got != n {
+						t.Fatalf("period %d: %d runs, want %d", periods, got, n)
+					}
+				})
+				if name == "executor" && raceEnabled {
+					// sync.Pool drops a share of what is put back under
+					// -race, and the executor's runs come from one.
+					assert.Less(t, allocs, float64(n), "allocations per period of %d tasks that re-arm", n)
+				} else {
+					assert.Zero(t, allocs, "allocations per period of %d tasks that re-arm", n)
+				}
+				for i, a := range tasks {
+					if err := a.err.Load(); err != nil {
+						t.Errorf("task %d: ScheduleAt from its run: %v", i, *err)
+					}
+				}
+				assert.Equal(t, int64(n), r.tm.PendingTimeouts())
+			})
+		})
+	}
+}
+
+// TestGuarantee22ScheduleAtOnTheRealClock holds what the fake clock cannot
+// show: deadlines with a monotonic reading, from time.Now and from
+// Deadline. None runs before its deadline, by the monotonic clock, strictly;
+// a chain re-armed at Deadline().Add(period) is due at whole periods to the
+// nanosecond; a passed deadline runs; ScheduleAt and Cancel allocate nothing.
+// How late they run is bounded loosely, for loaded machines.
+func TestGuarantee22ScheduleAtOnTheRealClock(t *testing.T) {
+	for name, opts := range runModes {
+		t.Run(name, func(t *testing.T) {
+			tm := newTimer(t, append([]hashedwheel.Option{hashedwheel.WithTickDuration(time.Millisecond)}, opts...)...)
+			const n, period = 20, 3 * time.Millisecond
+			type run struct {
+				at, due time.Time
+			}
+			runs := make(chan run, n+2)
+			var left atomic.Int32
+			left.Store(n)
+			var chain, passed session
+			first := time.Now().Add(5 * time.Millisecond)
+			require.NoError(t, tm.ScheduleAt(&chain.timeout, hashedwheel.TimerFunc(func(to *hashedwheel.Timeout) {
+				runs <- run{time.Now(), to.Deadline()}
+				if left.Add(-1) > 0 {
+					if err := to.Timer().ScheduleAt(to, to.Task(), to.Deadline().Add(period)); err != nil {
+						t.Error(err)
+					}
+				}
+			}), first))
+			assert.True(t, chain.timeout.Deadline().Equal(first), "Deadline %v, want %v", chain.timeout.Deadline(), first)
+			ranPassed := make(chan time.Time, 1)
+			armed := time.Now()
+			require.NoError(t, tm.ScheduleAt(&passed.timeout, hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {
+				ranPassed <- time.Now()
+			}), armed.Add(-time.Hour)))
+
+			timeout := time.After(lateBound)
+			for k := range n {
+				select {
+				case r := <-runs:
+					due := first.Add(time.Duration(k) * period)
+					assert.True(t, r.due.Equal(due), "run %d: due at %v after the first deadline, want %v", k,
+						r.due.Sub(first), due.Sub(first))
+					assert.False(t, r.at.Before(due), "run %d: ran %v before its deadline", k, due.Sub(r.at))
+				case <-timeout:
+					t.Fatalf("%d runs of %d after %v", k, n, lateBound)
+				}
+			}
+			select {
+			case at := <-ranPassed:
+				assert.False(t, at.Before(armed), "a passed deadline ran before it was armed")
+			case <-timeout:
+				t.Fatalf("a passed deadline did not run in %v", lateBound)
+			}
+
+			var s session
+			assert.Zero(t, testing.AllocsPerRun(1000, func() {
+				if err := tm.ScheduleAt(&s.timeout, nopTask, first.Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				s.timeout.Cancel()
+			}), "allocations per ScheduleAt+Cancel with a monotonic deadline")
+		})
+	}
 }

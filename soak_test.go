@@ -26,8 +26,8 @@ var soakFor = flag.Duration("soak", 0,
 //	config=<name> ops=<n> lost=0 double=0 early=0 stuck=0
 //
 // and fails if any of the four is not zero. ops counts the calls of
-// NewTimeout, NewPeriodicTimeout, Schedule, Cancel, Reset and Stop, whatever
-// they returned. A timeout is
+// NewTimeout, NewPeriodicTimeout, Schedule, ScheduleAt, Cancel, Reset and
+// Stop, whatever they returned. A timeout is
 //
 //   - lost if, once the timer is stopped and every task has returned, it
 //     neither ran, nor was cancelled by a Cancel that returned true, nor was
@@ -53,11 +53,15 @@ var soakFor = flag.Duration("soak", 0,
 // after a GC at the end is within 10% of the heap after a GC once warmed up.
 //
 // The configurations "reuse-..." arm Timeouts that the soak owns with
-// Schedule instead, round after round (see soakReuse): several goroutines
-// schedule, cancel, reset and schedule again each one at once, so do its
-// tasks from inside their runs and its Cancelled calls, on a Timer or across
-// two, and the Timers stop while they do. There the four counts are of arms
-// (Schedules that returned nil), as soakReuseAccount says, and a second line
+// Schedule and ScheduleAt instead, round after round (see soakReuse):
+// several goroutines schedule, cancel, reset and schedule again each one at
+// once, so do its tasks from inside their runs (ScheduleAt at the latest
+// deadline plus a delay, some of them) and its Cancelled calls, on a Timer
+// or across two, and the Timers stop while they do. There the four counts
+// are of arms (Schedules that returned nil), as soakReuseAccount says; an arm
+// is early if it ran before the delay had passed since just before its
+// Schedule, or before its ScheduleAt deadline (a wall-clock one, by more
+// than soakWallSlack), and a second line
 //
 //	config=<name> armed=<n> armed-in-run=<n> overlapping=0 aside=<n> uncalled=<n>
 //
@@ -987,8 +991,8 @@ const (
 )
 
 // soakSlot is a Timeout the soak owns, armed again and again with Schedule
-// on its round's Timers: from several producers at once, from inside its own
-// runs and from inside its Cancelled calls. It outlives the rounds, so each
+// and ScheduleAt on its round's Timers: from several producers at once, from
+// inside its own runs and from inside its Cancelled calls. It outlives the rounds, so each
 // round arms, on new Timers, Timeouts that the last round's ended.
 //
 // Any goroutine may act on to. The counters are the round's, reset between
@@ -1019,7 +1023,8 @@ type soakArm struct {
 	r *soakReuseRound
 
 	// low is when the arm may run first, in soakNanos: just before its
-	// Schedule plus the delay, lowered by every Reset that may move it
+	// Schedule plus the delay, or its ScheduleAt deadline (less
+	// soakWallSlack for a wall-clock one), lowered by every Reset that may move it
 	// before that Reset is called (a Reset that returns true sets a
 	// deadline no sooner than its own bound). Written under s.mu.
 	low atomic.Int64
@@ -1064,14 +1069,21 @@ func (a *soakArm) Run(to *hashedwheel.Timeout) {
 		n.stuck.Add(1)
 	}
 	// Act on its own Timeout from inside the run: it has expired, so it
-	// may be armed at once (its new arm waits for this run to return),
+	// may be armed at once (its new arm waits for this run to return), a
+	// delay from now or, with ScheduleAt, from the latest arm's deadline,
 	// then reset or cancelled.
 	if x := rand.IntN(8); x < 4 {
 		tm := to.Timer() // the latest arm's: another goroutine's, maybe
 		if x == 0 {
 			tm = a.r.tms[rand.IntN(len(a.r.tms))]
 		}
-		if a.r.arm(s, tm, soakReuseDelay()) == nil {
+		var err error
+		if rand.IntN(3) == 0 {
+			err = a.r.armAt(s, tm, to.Deadline().Add(soakReuseDelay()))
+		} else {
+			err = a.r.arm(s, tm, soakReuseDelay())
+		}
+		if err == nil {
 			n.armedInRun.Add(1)
 			switch rand.IntN(8) {
 			case 0:
@@ -1125,12 +1137,49 @@ func soakReuseDelay() time.Duration {
 	}
 }
 
-// arm schedules s's Timeout on tm after d and records the arm. It returns
-// what Schedule returned: nil, or an error wrapping ErrTimeoutPending (the
-// Timeout was pending, or is still held) or ErrTimerStopped.
+// soakWallSlack is how much earlier than the monotonic clock says an arm at
+// a wall-clock deadline may run: ScheduleAt maps it through one reading of
+// both clocks, which time.Now takes one after the other.
+const soakWallSlack = time.Millisecond
+
+// arm schedules s's Timeout on tm d from now and records the arm: with
+// Schedule, or with ScheduleAt at a deadline d after a reading of the clock
+// (one time in three), a few of them wall-clock deadlines (without a
+// monotonic reading). It returns what Schedule returned: nil, or an error
+// wrapping ErrTimeoutPending (the Timeout was pending, or is still held) or
+// ErrTimerStopped.
 func (r *soakReuseRound) arm(s *soakSlot, tm *hashedwheel.Timer, d time.Duration) error {
+	now := time.Now()
+	switch x := rand.IntN(24); {
+	case x < 7:
+		at := now.Add(d)
+		return r.armWith(s, soakNanos(at), func(task hashedwheel.TimerTask) error {
+			return tm.ScheduleAt(&s.to, task, at)
+		})
+	case x < 8:
+		at := now.Round(0).Add(d)
+		return r.armWith(s, soakNanos(now)+int64(d-soakWallSlack), func(task hashedwheel.TimerTask) error {
+			return tm.ScheduleAt(&s.to, task, at)
+		})
+	}
+	return r.armWith(s, soakNanos(now)+int64(max(d, 0)), func(task hashedwheel.TimerTask) error {
+		return tm.Schedule(&s.to, task, d)
+	})
+}
+
+// armAt schedules s's Timeout on tm at deadline with ScheduleAt, and
+// records the arm, as arm does.
+func (r *soakReuseRound) armAt(s *soakSlot, tm *hashedwheel.Timer, deadline time.Time) error {
+	return r.armWith(s, soakNanos(deadline), func(task hashedwheel.TimerTask) error {
+		return tm.ScheduleAt(&s.to, task, deadline)
+	})
+}
+
+// armWith arms s's Timeout with schedule, Schedule or ScheduleAt of it with
+// the task it is given, and records the arm; low is when the arm may run
+// first, in soakNanos.
+func (r *soakReuseRound) armWith(s *soakSlot, low int64, schedule func(hashedwheel.TimerTask) error) error {
 	a := &soakArm{s: s, r: r, panics: rand.IntN(1000) == 0}
-	low := soakNanos(time.Now()) + int64(max(d, 0))
 	s.mu.Lock()
 	for _, b := range s.resets {
 		low = min(low, b)
@@ -1144,7 +1193,7 @@ func (r *soakReuseRound) arm(s *soakSlot, tm *hashedwheel.Timer, d time.Duration
 	if s.notifies {
 		task = soakArmCallback{a}
 	}
-	err := tm.Schedule(&s.to, task, d)
+	err := schedule(task)
 	r.n.ops.Add(1)
 
 	s.mu.Lock()

@@ -23,13 +23,13 @@ type Stats struct {
 // after [Timer.Stop], and cheap: it reads a few atomics and holds no lock.
 // Keeping the statistics costs [Timer.NewTimeout], Cancel and Reset nothing:
 // the worker counts what it sees (a cancellation when it unlinks or drops the
-// timeout; [Timer.Schedule] counts one it arms again before the worker saw
-// it) and publishes its counts after each tick and before it sleeps (on a
-// Timer made [WithoutWorker], as each [Timer.Advance] or [Timer.NextDeadline]
-// that did something returns); it
-// counts a run in Expired before its task starts, on the worker, the
-// [WithTaskWorkers] pool or the [WithTaskExecutor] executor, so a task that
-// blocks hides no run handed out before it.
+// timeout; [Timer.Schedule] and [Timer.ScheduleAt] count one they arm again
+// before the worker saw it) and publishes its counts after each tick and
+// before it sleeps (on a Timer made [WithoutWorker], as each [Timer.Advance]
+// or [Timer.NextDeadline] that did something returns); it counts a run in
+// Expired before its task starts, on the worker, the [WithTaskWorkers] pool
+// or the [WithTaskExecutor] executor, so a task that blocks hides no run
+// handed out before it.
 func (t *Timer) Stats() Stats {
 	if t.wheel.buckets == nil {
 		return Stats{}

@@ -58,17 +58,24 @@ func (f funcTask) Run(*Timeout) { f() }
 // Timeout is the handle of a task scheduled on a [Timer]. Its methods are safe
 // for concurrent use. A Timeout is 64 bytes and holds no other memory: it is
 // the wheel's list node too. [Timer.NewTimeout] allocates one;
-// [Timer.Schedule] arms one that the caller owns, a field of its own struct
-// say, and allocates nothing.
+// [Timer.Schedule] and [Timer.ScheduleAt] arm one that the caller owns, a
+// field of its own struct say, and allocate nothing.
 //
 // The zero Timeout has never been armed: Cancel and Reset return false,
 // IsExpired and IsCancelled false, Deadline the zero time, Timer and Task
 // nil. Once it has ended (expired or cancelled) it may be armed again with
-// Schedule; its methods then act on, and report, its latest arm. A Timeout
-// must not be copied once armed (go vet reports a copy): the wheel links the
-// Timeout itself.
+// Schedule or ScheduleAt; its methods then act on, and report, its latest
+// arm.
 //
-// See the examples of [Timeout.Cancel], [Timeout.Reset] and [Timer.Schedule].
+// A Timeout must not be copied or moved once armed: the wheel links the
+// Timeout itself, by its address. go vet reports a copy, but not a move:
+// append on a slice of structs that hold one ([]conn) moves them all when it
+// grows the slice, and a Timeout armed in the old array is lost to its
+// owner. Keep such structs by pointer ([]*conn, map[id]*conn), or in a
+// slice that never grows while one is armed.
+//
+// See the examples of [Timeout.Cancel], [Timeout.Reset], [Timer.Schedule]
+// and [Timer.ScheduleAt].
 type Timeout struct {
 	// Its queue link and bucket links live inside it. The pointer fields
 	// come first, so the garbage collector stops scanning a Timeout after
@@ -141,9 +148,11 @@ func (to *Timeout) Task() TimerTask {
 // was due while a run is handed out or running (so a task may measure its own
 // lateness with time.Since(timeout.Deadline())), and when the next run is due
 // otherwise.
-// Delays of zero or less are due when scheduled; a delay too large to
-// represent saturates, and the timeout never comes due. It is the zero time
-// for a Timeout never armed.
+// Delays of zero or less are due when scheduled; a deadline given to
+// [Timer.ScheduleAt] is reported as given, passed or not (one before the
+// Timer started as its start). A delay or deadline too large to represent
+// saturates, and the timeout never comes due. It is the zero time for a
+// Timeout never armed.
 //
 // See the example of [Timer.AfterFunc].
 func (to *Timeout) Deadline() time.Time {
@@ -235,7 +244,8 @@ func cancelledState(s state) state {
 //
 // Reset returns false and changes nothing if the timeout has expired, is
 // cancelled, is being run or was never armed: for a one-shot timeout, arm it
-// again with [Timer.Schedule] if the task should run again. A periodic
+// again with [Timer.Schedule] or [Timer.ScheduleAt] if the task should run
+// again. A periodic
 // timeout is being run from when its run is handed out until the run returns
 // (so Reset from inside its own task returns false); it is pending all
 // along, and once the run has returned Reset moves its next run. Reset also

@@ -23,16 +23,18 @@ const (
 // [NewTimer], share it, and [Timer.Stop] it when done.
 //
 // See the examples of [NewTimer], [Timer.NewTimeout], [Timer.Every],
-// [Timer.WithTimeout] and [Timer.Advance].
+// [Timer.Schedule], [Timer.ScheduleAt], [Timer.WithTimeout] and
+// [Timer.Advance].
 type Timer struct {
 	// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every,
-	// Cancel, Reset); one goroutine turns the wheel and hands out the tasks:
-	// the worker, started by Start or the first NewTimeout, or, on a Timer
-	// made WithoutWorker, whichever goroutine holds own.advancing. Producers
-	// never touch the wheel: they hand timeouts over through lock-free
-	// queues, new timeouts (and periodic ones back from a run) through the
-	// shards' queues, timeouts in a bucket that were cancelled or reset
-	// earlier through changes. The fields are grouped by who writes them.
+	// Schedule, ScheduleAt, Cancel, Reset); one goroutine turns the wheel
+	// and hands out the tasks: the worker, started by Start or the first
+	// call that schedules, or, on a Timer made WithoutWorker, whichever
+	// goroutine holds own.advancing. Producers never touch the wheel: they
+	// hand timeouts over through lock-free queues, new timeouts (and
+	// periodic ones back from a run) through the shards' queues, timeouts in
+	// a bucket that were cancelled or reset earlier through changes. The
+	// fields are grouped by who writes them.
 
 	// conf is the configuration: immutable after NewTimer.
 	conf settings
@@ -242,7 +244,9 @@ type ownerState struct {
 }
 
 // NewTimer returns a Timer with the given options. The worker goroutine
-// starts with Start or with the first NewTimeout or AfterFunc.
+// starts with Start or with the first call that schedules: NewTimeout,
+// AfterFunc, Schedule, ScheduleAt, Every, NewPeriodicTimeout, WithTimeout
+// or WithDeadline.
 //
 // A Timer created inside a testing/synctest bubble runs on the bubble's fake
 // clock. Create, start, use and stop it inside that one bubble: its worker
@@ -332,8 +336,9 @@ func (t *Timer) TicksPerWheel() int { return len(t.wheel.buckets) }
 
 // Start starts the worker goroutine (and the [WithTaskWorkers] pool), if it is
 // not running yet. Calling it is optional: [Timer.NewTimeout] and
-// [Timer.AfterFunc] start the worker when needed, and so do [Timer.Every],
-// [Timer.NewPeriodicTimeout], [Timer.WithTimeout] and [Timer.WithDeadline].
+// [Timer.AfterFunc] start the worker when needed, and so do [Timer.Schedule],
+// [Timer.ScheduleAt], [Timer.Every], [Timer.NewPeriodicTimeout],
+// [Timer.WithTimeout] and [Timer.WithDeadline].
 // Start returns [ErrTimerStopped] if the timer was stopped, [ErrNotCreated] on
 // a Timer that [NewTimer] did not make, and [ErrClockMismatch] if the Timer
 // was created outside the testing/synctest bubble it is started in, or inside

@@ -9,7 +9,7 @@
 //
 //   - sessions: N in-memory sessions, each with a heartbeat and an idle
 //     deadline re-armed on activity (Timer.Every and Timeout.Reset, or one
-//     Timeout in each session re-armed by its own task with Timer.Schedule,
+//     Timeout in each session re-armed by its own task with Timer.ScheduleAt,
 //     against time.AfterFunc and Reset, and a time.Ticker and a goroutine
 //     per session);
 //   - eventloop-busy and eventloop-idle: a github.com/panjf2000/gnet/v2 echo

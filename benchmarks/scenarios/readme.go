@@ -45,7 +45,7 @@ func (rep *Report) readmeRows() []readmeRow {
 			readmeRow{"the same", "the same", "live heap and stacks per session after a GC, counting the goroutines `time.AfterFunc` callbacks left while they queued", "sessions", n, "wheel", "afterfunc", "mem_per_session"},
 		)
 		if rep.get("sessions", n, "wheel-schedule") != nil {
-			const measured = "one `Timeout` in each session, re-armed by its own task (`Timer.Schedule`): "
+			const measured = "one `Timeout` in each session, re-armed by its own task (`Timer.ScheduleAt`): "
 			rows = append(rows,
 				readmeRow{"the same", "the same", measured + "process CPU per heartbeat", "sessions", n, "wheel-schedule", "afterfunc", "cpu_ns_beat"},
 				readmeRow{"the same", "the same", measured + "live heap and stacks per session", "sessions", n, "wheel-schedule", "afterfunc", "mem_per_session"},

@@ -37,7 +37,7 @@ func sessionsScenario(p params) *scenario {
 		Title: "Sessions: heartbeats and idle deadlines in memory",
 		Variants: []variant{
 			{ID: "wheel", Label: "hashedwheel", API: "Timer.Every + Timer.AfterFunc, Timeout.Reset"},
-			{ID: "wheel-schedule", Label: "hashedwheel, Schedule", API: "one Timeout in each session, armed with Timer.Schedule; its task, the session, ends the session if idle, beats if due and schedules its Timeout again; activity stores its time in the session"},
+			{ID: "wheel-schedule", Label: "hashedwheel, ScheduleAt", API: "one Timeout in each session, armed with Timer.ScheduleAt; its task, the session, ends the session if idle, beats if due and arms its Timeout again at the next of its heartbeat and its idle deadline, reading no clock; activity stores its time in the session"},
 			{ID: "afterfunc", Label: "time.AfterFunc", API: "time.AfterFunc re-armed in its callback + time.AfterFunc, Timer.Reset", Base: true},
 			{ID: "goroutine", Label: "goroutine+Ticker", API: "a goroutine per session: time.Ticker + time.Timer in a select, Timer.Reset"},
 		},
@@ -251,13 +251,17 @@ func (w *wheelSessions) beats() (n int64) {
 }
 
 // scheduleSessions: one hashedwheel.Timeout in each session, armed with
-// Timer.Schedule, whose task, the session, does both jobs: it ends the
+// Timer.ScheduleAt, whose task, the session, does both jobs: it ends the
 // session if it has seen no activity for the idle limit, beats if its
-// heartbeat is due (every period from when it was made, skipping those more
-// than a period late, as Timer.Every does), and schedules its own Timeout
-// again at the earlier of the next heartbeat and the idle deadline. Activity
-// only stores its time in the session, as the heap variant of the event
-// loop does; one Timer for all.
+// heartbeat is due (every period from when it was made), and arms its own
+// Timeout again at the earlier of the next heartbeat and the idle deadline.
+// It reads no clock: it judges by the deadline it ran for, which has passed
+// when it runs, and ScheduleAt takes a deadline with a monotonic reading as
+// it is. Unlike Timer.Every it does not skip heartbeats that fall more than
+// a period behind (it would need the clock to know): a run that late arms
+// the next beat at a deadline that has passed, which runs at the next tick,
+// until the beats catch up. Activity only stores its time in the session,
+// as the heap variant of the event loop does; one Timer for all.
 type scheduleSessions struct {
 	t *hashedwheel.Timer
 	s []*scheduleSession
@@ -279,28 +283,26 @@ func (w *scheduleSessions) create(i int) error {
 	s.lastActive.Store(now)
 	s.nextBeat = now + int64(sr.Period)
 	w.s[i] = s
-	return w.t.Schedule(&s.to, s, sr.Period) // the heartbeat comes before the idle deadline
+	// The heartbeat comes before the idle deadline.
+	return w.t.ScheduleAt(&s.to, s, sr.base.Add(time.Duration(s.nextBeat)))
 }
 
-// Run is the session's look at its deadlines. Its Timeout has expired once
-// its run is handed out, so Schedule arms it again from here; it fails only
-// once the Timer is stopped.
+// Run is the session's look at its deadlines, at or after due, the one its
+// Timeout was armed for. Its Timeout has expired once its run is handed
+// out, so ScheduleAt arms it again from here; it fails only once the Timer
+// is stopped.
 func (s *scheduleSession) Run(to *hashedwheel.Timeout) {
-	now := sr.now()
+	due := int64(to.Deadline().Sub(sr.base)) // two monotonic readings: no clock read
 	idle := s.lastActive.Load() + int64(sr.IdleLimit)
-	if now >= idle {
+	if due >= idle { // idle since before due, which has passed
 		s.expired()
 		return
 	}
-	if now >= s.nextBeat {
+	if due >= s.nextBeat {
 		s.heartbeat()
-		p := int64(sr.Period)
-		s.nextBeat += p
-		if s.nextBeat <= now { // more than a period late: skip the missed ones
-			s.nextBeat += (now - s.nextBeat + p) / p * p
-		}
+		s.nextBeat += int64(sr.Period)
 	}
-	_ = to.Timer().Schedule(to, s, time.Duration(min(s.nextBeat, idle)-now))
+	_ = to.Timer().ScheduleAt(to, s, sr.base.Add(time.Duration(min(s.nextBeat, idle))))
 }
 
 func (w *scheduleSessions) rearm(i int) {

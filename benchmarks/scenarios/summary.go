@@ -114,7 +114,7 @@ func (rep *Report) summary() string {
 			item(c.word(), fmt.Sprintf("%s: re-arming an idle deadline on activity cost the caller %s with `Timeout.Reset`.", where, c.versus("`time.Timer.Reset`", 0, " ns")))
 		}
 		if a, ok := rep.compare(sc.Name, n, "wheel-schedule", "afterfunc", "mem_per_session"); ok {
-			text := fmt.Sprintf("%s, one `Timeout` in each session re-armed by its own task (`Timer.Schedule`; activity only notes its time): memory per session %s", where, a.versus("time.AfterFunc", 0, " B"))
+			text := fmt.Sprintf("%s, one `Timeout` in each session re-armed by its own task (`Timer.ScheduleAt`; activity only notes its time): memory per session %s", where, a.versus("time.AfterFunc", 0, " B"))
 			if m, ok := rep.compare(sc.Name, n, "wheel-schedule", "wheel", "mem_per_session"); ok {
 				text += ", " + m.versus("`Every`+`AfterFunc` per session", 0, " B") + " (" + m.word() + ")"
 			}

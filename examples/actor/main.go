@@ -1,8 +1,11 @@
 // Command actor shows a goroutine that owns its sessions and their idle
 // deadlines with no mutex: a Timer made WithoutWorker runs the deadlines on
 // the actor's goroutine, inside Advance. Each session holds its deadline, a
-// Timeout armed with Schedule, and is its task; each message re-arms it with
-// Reset. Three clients talk for two seconds; one goes quiet and is closed.
+// Timeout, and is its task. A message only notes its time; when the
+// deadline comes, the task closes the session, or, if a message came
+// meanwhile, arms the Timeout again with ScheduleAt at the idle limit after
+// that message: one wheel operation per idle limit, not one per message.
+// Three clients talk for two seconds; one goes quiet and is closed.
 //
 //	go run ./examples/actor
 package main
@@ -28,11 +31,18 @@ type actor struct {
 type session struct {
 	a    *actor
 	name string
-	idle hashedwheel.Timeout // lives here: never copied once armed
+	last time.Time           // when its last message came
+	idle hashedwheel.Timeout // lives here (sessions holds pointers): never copied or moved once armed
 }
 
-// Run closes the session, on the actor's goroutine, inside Advance.
-func (s *session) Run(*hashedwheel.Timeout) {
+// Run, on the actor's goroutine, inside Advance, closes the session if no
+// message came since its deadline was armed, or arms it again.
+func (s *session) Run(to *hashedwheel.Timeout) {
+	if next := s.last.Add(s.a.idle); next.After(to.Deadline()) {
+		if err := s.a.wheel.ScheduleAt(to, s, next); err == nil {
+			return // a message came: look again at its idle deadline
+		}
+	}
 	delete(s.a.sessions, s.name)
 	s.a.closed(s.name)
 }
@@ -46,15 +56,15 @@ func newActor(idle time.Duration, closed func(name string)) (*actor, error) {
 	return &actor{wheel: wheel, idle: idle, sessions: map[string]*session{}, closed: closed}, nil
 }
 
-// message re-arms the session's idle deadline (pending while the session
-// is in the map), or opens the session.
-func (a *actor) message(name string) error {
+// message notes that a message came for name at now, or opens its session
+// with an idle deadline.
+func (a *actor) message(name string, now time.Time) error {
 	if s, ok := a.sessions[name]; ok {
-		s.idle.Reset(a.idle)
+		s.last = now // the deadline's task looks at it
 		return nil
 	}
-	s := &session{a: a, name: name}
-	if err := a.wheel.Schedule(&s.idle, s, a.idle); err != nil {
+	s := &session{a: a, name: name, last: now}
+	if err := a.wheel.ScheduleAt(&s.idle, s, now.Add(a.idle)); err != nil {
 		return err
 	}
 	a.sessions[name] = s
@@ -76,7 +86,7 @@ func (a *actor) run(inbox <-chan string) error {
 			if !ok {
 				return nil
 			}
-			if err := a.message(name); err != nil {
+			if err := a.message(name, time.Now()); err != nil {
 				return err
 			}
 		case <-sleep.C:

@@ -1,10 +1,12 @@
 // Command sessionmem measures what a program written from the README sees:
 // the live heap per session of 100,000 sessions, each with a heartbeat
-// every second, made with hashedwheel's Timer.Every and with time.AfterFunc
-// re-armed in its callback, both in this one process, one after the other.
-// Each figure is the heap in use after runtime.GC with the sessions alive,
-// less the same before they were made, over their number; it counts the
-// 32-byte session itself.
+// every second, made with hashedwheel's Timer.Every, with a hashedwheel
+// Timeout in the session that its task re-arms with Timer.ScheduleAt at its
+// last deadline plus the period, and with time.AfterFunc re-armed in its
+// callback, all in this one process, one after the other. Each figure is the
+// heap in use after runtime.GC with the sessions alive, less the same before
+// they were made, over their number; it counts the 32-byte session itself
+// (96 bytes with its Timeout).
 //
 //	cd benchmarks && go run ./examples/sessionmem
 package main
@@ -29,6 +31,21 @@ type session struct {
 
 func (s *session) ping() { s.beats.Add(1) }
 
+// timeoutSession is a session with its heartbeat's Timeout in it, which is
+// the Timeout's task.
+type timeoutSession struct {
+	session
+	timeout hashedwheel.Timeout
+}
+
+// period is the heartbeat period (-period).
+var period time.Duration
+
+func (s *timeoutSession) Run(to *hashedwheel.Timeout) {
+	s.ping()
+	_ = to.Timer().ScheduleAt(to, s, to.Deadline().Add(period)) // fails only once the Timer is stopped
+}
+
 func liveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()
@@ -39,12 +56,12 @@ func liveHeap() uint64 {
 
 // measure makes n sessions with start, lets them beat for settle, and
 // returns the live heap per session and the heartbeats they ran.
-func measure(n int, settle time.Duration, start func(s *session) error) (float64, int64, error) {
+func measure(n int, settle time.Duration, start func(id int64) (*session, error)) (float64, int64, error) {
 	sessions := make([]*session, n) // the user's own index, made before the baseline
 	before := liveHeap()
 	for i := range sessions {
-		s := &session{id: int64(i)}
-		if err := start(s); err != nil {
+		s, err := start(int64(i))
+		if err != nil {
 			return 0, 0, err
 		}
 		sessions[i] = s
@@ -57,12 +74,15 @@ func measure(n int, settle time.Duration, start func(s *session) error) (float64
 		beats += s.beats.Load()
 	}
 	runtime.KeepAlive(sessions)
+	// The wheel lets go of what was cancelled within a tick: the next
+	// measure's baseline must not count it.
+	time.Sleep(time.Second)
 	return (float64(after) - float64(before)) / float64(n), beats, nil
 }
 
 func main() {
 	n := flag.Int("n", 100_000, "sessions")
-	period := flag.Duration("period", time.Second, "heartbeat period")
+	flag.DurationVar(&period, "period", time.Second, "heartbeat period")
 	settle := flag.Duration("settle", 3*time.Second, "how long the sessions beat before the heap is read")
 	flag.Parse()
 
@@ -73,43 +93,57 @@ func main() {
 	}
 	defer timer.Stop()
 
-	wheel, wb, err := measure(*n, *settle, func(s *session) error {
-		// Spread the first heartbeats over a period, as a server's
-		// connections arrive; Reset moves the first run (API.md 12).
-		beat, err := timer.Every(*period, s.ping)
+	// Spread the first heartbeats over a period, as a server's connections
+	// arrive.
+	first := func(id int64) time.Duration { return time.Duration(id) * period / time.Duration(*n) }
+	wheel, wb, err := measure(*n, *settle, func(id int64) (*session, error) {
+		s := &session{id: id}
+		beat, err := timer.Every(period, s.ping)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		beat.Reset(time.Duration(s.id) * *period / time.Duration(*n))
+		beat.Reset(first(id)) // Reset moves the first run (API.md 12)
 		s.stop = beat.Cancel
-		return nil
+		return s, nil
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	std, sb, err := measure(*n, *settle, func(s *session) error {
+	start := time.Now()
+	inSession, ib, err := measure(*n, *settle, func(id int64) (*session, error) {
+		s := &timeoutSession{session: session{id: id}}
+		s.stop = s.timeout.Cancel
+		return &s.session, timer.ScheduleAt(&s.timeout, s, start.Add(first(id)))
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	std, sb, err := measure(*n, *settle, func(id int64) (*session, error) {
+		s := &session{id: id}
 		var t *time.Timer
 		var stopped atomic.Bool
-		first := time.Duration(s.id) * *period / time.Duration(*n)
 		// Made an hour away and then moved, so that t is set before the
 		// callback can run.
 		t = time.AfterFunc(time.Hour, func() {
 			s.ping()
 			if !stopped.Load() {
-				t.Reset(*period)
+				t.Reset(period)
 			}
 		})
-		t.Reset(first)
+		t.Reset(first(id))
 		s.stop = func() bool { stopped.Store(true); return t.Stop() }
-		return nil
+		return s, nil
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("%d sessions, a heartbeat every %v, heap read after %v\n", *n, *period, *settle)
-	fmt.Printf("hashedwheel Timer.Every:        %4.0f B per session (%d heartbeats)\n", wheel, wb)
-	fmt.Printf("time.AfterFunc, re-armed:       %4.0f B per session (%d heartbeats)\n", std, sb)
-	fmt.Printf("hashedwheel / time.AfterFunc:   %.2fx\n", wheel/std)
+	fmt.Printf("%d sessions, a heartbeat every %v, heap read after %v\n", *n, period, *settle)
+	fmt.Printf("hashedwheel Timer.Every:                %4.0f B per session (%d heartbeats)\n", wheel, wb)
+	fmt.Printf("hashedwheel Timeout in the session:     %4.0f B per session (%d heartbeats)\n", inSession, ib)
+	fmt.Printf("time.AfterFunc, re-armed:               %4.0f B per session (%d heartbeats)\n", std, sb)
+	fmt.Printf("Timer.Every / time.AfterFunc:           %.2fx\n", wheel/std)
+	fmt.Printf("Timeout in the session / time.AfterFunc: %.2fx\n", inSession/std)
 }
