@@ -69,10 +69,10 @@ import (
 //
 //	by                        from                          to                                       function
 //	NewTimeout (unpublished)  unarmed, nowhere              pending, new; pushed                     Timer.scheduleTimeout
-//	Schedule                  ended, nowhere                pending, new; pushed                     Timer.Schedule
-//	Schedule                  expired, run (on this Timer)  pending, run (its end pushes it)         Timer.Schedule
-//	Schedule (revive)         cancelled, new, bucket+chg,   pending, where it is; the cancel is
-//	                          run or returning, this Timer  counted aside                            Timer.Schedule
+//	Schedule(At)              ended, nowhere                pending, new; pushed                     Timer.arm
+//	Schedule(At)              expired, run (on this Timer)  pending, run (its end pushes it)         Timer.arm
+//	Schedule(At) (revive)     cancelled, new, bucket+chg,   pending, where it is; the cancel is
+//	                          run or returning, this Timer  counted aside                            Timer.arm
 //	Cancel                    pending, bucket               cancelled, bucket+changes; pushed        Timeout.Cancel
 //	Cancel                    pending, elsewhere            cancelled, where it is                   Timeout.Cancel
 //	Reset                     pending, not periodic run     new deadline; bucket -> bucket+changes
@@ -82,6 +82,7 @@ import (
 //	worker, changes queue     pending, bucket+changes       bucket (placed again)                    Timer.takeChange
 //	worker, changes queue     cancelled, bucket+changes     nowhere, unlinked; call taken            Timer.takeChange
 //	worker, changes queue     any, changes (stopping)       nowhere; call taken                      Timer.takeChange
+//	worker, cascade           any, bucket (a level's slot)  placed a level lower, or in a bucket     Timer.cascade
 //	worker, bucket walk       pending, bucket, not due      bucket (placed again)                    Timer.expireTimeouts
 //	worker, bucket walk       pending, bucket, due          expired, run or nowhere; periodic: periodic run  Timer.expireDue
 //	run's goroutine           any, run                      nowhere; new and pushed if armed again   Timer.endRun
