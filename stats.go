@@ -30,6 +30,14 @@ type Stats struct {
 // Expired before its task starts, on the worker, the [WithTaskWorkers] pool
 // or the [WithTaskExecutor] executor, so a task that blocks hides no run
 // handed out before it.
+//
+// Late and MaxLateness time a run handed out after tasks that ran on the
+// worker by a clock reading taken once a batch of them has run, not after
+// each: never earlier than the hand-out, so a task that blocks hides no
+// lateness behind it. A batch is a single run after any run that took a
+// 64th of a tick or more, and grows to 64 runs while they take less: in a
+// bucket of many short tasks, one that blocks can also count late the runs
+// handed out just before it in its batch (up to 63), never fewer than were.
 func (t *Timer) Stats() Stats {
 	if t.wheel.buckets == nil {
 		return Stats{}
