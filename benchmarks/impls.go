@@ -25,6 +25,9 @@ const (
 	antlabsTick   = 10 * time.Millisecond
 	hashedwheelID = "hashedwheel"
 	stdlibID      = "stdlib"
+	// compareID is the implementation that -compare-exe adds: hashedwheel
+	// as another build of this command links it.
+	compareID = "hashedwheel-compare"
 )
 
 // impl describes one implementation: how to make it, its module, and the API
@@ -43,6 +46,11 @@ type impl struct {
 	rearmAPI, reuseAPI, heartbeatAPI, contextAPI string
 	// tickAPI says how its tick is set.
 	tickAPI string
+
+	// exe is the program its child processes run, and childID the -impl
+	// they are given: another build of this command for compareID, this
+	// one ("") and id otherwise.
+	exe, childID string
 }
 
 // errNoTick reports that an implementation cannot run at a tick: its tick is
@@ -139,6 +147,16 @@ var impls = []impl{
 		rearmAPI: "Timer.Reset", heartbeatAPI: "TimeWheel.AddCron",
 		tickAPI: "NewTimeWheel(tick, 512)",
 	},
+}
+
+// compareImpl is hashedwheel as another build of this command links it (say,
+// one whose go.mod's replace points at an older commit): its child
+// processes run exe with -impl hashedwheel.
+func compareImpl(exe, label string) impl {
+	im, _ := implByID(hashedwheelID)
+	im.id, im.label, im.module = compareID, label, ""
+	im.exe, im.childID = exe, hashedwheelID
+	return im
 }
 
 func implByID(id string) (impl, error) {

@@ -49,6 +49,8 @@ func main() {
 		lead      = flag.Duration("lead", 0, "the burst's lead, in -child mode (default the size's)")
 		ticks     = flag.String("ticks", "1ms,10ms", "comma-separated ticks the mixed-horizon workload runs at, each with every implementation that takes it")
 		tick      = flag.Duration("tick", benchTick, "the wheels' tick, in -child mode")
+		cmpExe    = flag.String("compare-exe", "", "another build of this command (say, with go.mod's replace pointing at an older commit of hashedwheel): its hashedwheel runs as one more implementation, "+compareID)
+		cmpLabel  = flag.String("compare-label", "hashedwheel, other build", "the label of -compare-exe's hashedwheel in tables and charts")
 	)
 	flag.Parse()
 	sz := fullSizes
@@ -79,7 +81,11 @@ func main() {
 			*reps = 1
 		}
 	}
-	if err := drive(*out, *readme, *quick, *reps, *only, *workloads, sz); err != nil {
+	var extra []impl
+	if *cmpExe != "" {
+		extra = append(extra, compareImpl(*cmpExe, *cmpLabel))
+	}
+	if err := drive(*out, *readme, *quick, *reps, *only, *workloads, extra, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
 		os.Exit(1)
 	}
@@ -317,7 +323,9 @@ type SizesInfo struct {
 	MixedTicksMS  []float64 `json:"mixed_ticks_ms,omitempty"`
 }
 
-func drive(out, readme string, quick bool, reps int, only, workloads string, sz sizes) error {
+// drive runs the workloads on the implementations chosen by only, and on
+// extra, reps times, and writes the report.
+func drive(out, readme string, quick bool, reps int, only, workloads string, extra []impl, sz sizes) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -329,6 +337,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	if err != nil {
 		return err
 	}
+	chosen = append(chosen, extra...)
 	var steps []planned
 	for _, p := range plan(sz) {
 		if workloads == "" || slices.Contains(strings.Split(workloads, ","), p.Workload) {
@@ -363,7 +372,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 					continue // no API, or it failed: do not try again
 				}
 				t0 := time.Now()
-				res, err := runOne(exe, im.id, p, quick, sz, leads[r])
+				res, err := runOne(exe, im, p, quick, sz, leads[r])
 				for try := 0; try < 2 && err != nil && strings.HasPrefix(err.Error(), errSpread); try++ {
 					// Scheduling the burst outlasted its lead: give this
 					// implementation three times the lead from now on, twice
@@ -371,7 +380,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 					leads[r] = 3 * max(leads[r], sz.burstLead)
 					fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-18s %-24s %s; again with a %v lead\n",
 						k+1, reps, p.Workload, paramName(p), im.label, err, leads[r])
-					res, err = runOne(exe, im.id, p, quick, sz, leads[r])
+					res, err = runOne(exe, im, p, quick, sz, leads[r])
 				}
 				status := "ok"
 				if err != nil {
@@ -406,8 +415,13 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	return nil
 }
 
-// runOne runs one workload on one implementation in a child process.
-func runOne(exe, implID string, p planned, quick bool, sz sizes, lead time.Duration) (childResult, error) {
+// runOne runs one workload on one implementation in a child process: exe,
+// or the implementation's own program if it has one.
+func runOne(exe string, im impl, p planned, quick bool, sz sizes, lead time.Duration) (childResult, error) {
+	implID := im.id
+	if im.exe != "" {
+		exe, implID = im.exe, im.childID
+	}
 	if lead > 0 {
 		sz.burstLead = lead
 	}
@@ -557,6 +571,10 @@ func implInfo(im impl) ImplInfo {
 		ID: im.id, Label: im.label, Module: im.module, Version: runtime.Version(),
 		RearmAPI: im.rearmAPI, ReuseAPI: im.reuseAPI, HeartbeatAPI: im.heartbeatAPI, ContextAPI: im.contextAPI,
 		TickAPI: im.tickAPI,
+	}
+	if im.id == compareID {
+		info.Version = "another build (-compare-exe)"
+		return info
 	}
 	if im.module == "" {
 		return info

@@ -386,7 +386,10 @@ func (rep *Report) Markdown() string {
 	b.WriteString("| implementation | module | version | tick | re-arm | heartbeat | request-deadline context |\n|---|---|---|---|---|---|---|\n")
 	for _, im := range rep.Impls {
 		mod := im.Module
-		if mod == "" {
+		switch {
+		case im.ID == compareID:
+			mod = "hashedwheel, as another build of this command links it"
+		case mod == "":
 			mod = "standard library"
 		}
 		tick := "–"
