@@ -18,8 +18,11 @@ import (
 // time.Timer.Reset (bench_reset_test.go), WithTimeout against
 // context.WithTimeout (bench_context_test.go), Every against time.AfterFunc
 // re-armed by Reset (bench_heartbeat_test.go), and a Timer its owner drives
-// against one with a worker (bench_owned_test.go). Compare the sides with
-// benchstat; .ci/bench runs them all and does:
+// against one with a worker (bench_owned_test.go). MixedHorizons measures the
+// owner's cost per tick with far timeouts pending beside heartbeats due at
+// every tick, against the same without them, and MixedHorizonsRealClock the
+// same on the real clock against time.AfterFunc (bench_mixed_test.go).
+// Compare the sides with benchstat; .ci/bench runs them all and does:
 //
 //	go test -run '^$' -bench . -count 6 > bench.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest bench.txt

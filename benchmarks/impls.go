@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,12 +16,18 @@ import (
 )
 
 // Every wheel is driven with the same tick and, where it has the setting, the
-// same number of buckets. antlabs/timer's tick is fixed at 10ms.
+// same number of buckets: benchTick, except in the mixed-horizon workload,
+// which runs at each of its ticks (-ticks). antlabs/timer's tick is fixed at
+// 10ms.
 const (
 	benchTick     = 10 * time.Millisecond
 	benchBuckets  = 512
+	antlabsTick   = 10 * time.Millisecond
 	hashedwheelID = "hashedwheel"
 	stdlibID      = "stdlib"
+	// compareID is the implementation that -compare-exe adds: hashedwheel
+	// as another build of this command links it.
+	compareID = "hashedwheel-compare"
 )
 
 // impl describes one implementation: how to make it, its module, and the API
@@ -30,12 +37,25 @@ type impl struct {
 	id     string // the -impl flag
 	label  string // in tables and charts
 	module string // its Go module; "" for the standard library
-	newer  func() (wheel, error)
+	// newer makes it with the given tick, or fails with errNoTick if it
+	// cannot take that tick.
+	newer func(tick time.Duration) (wheel, error)
 
 	// rearmAPI, reuseAPI, heartbeatAPI and contextAPI name the calls each
 	// workload uses, or are "" where the implementation has no such API.
 	rearmAPI, reuseAPI, heartbeatAPI, contextAPI string
+	// tickAPI says how its tick is set.
+	tickAPI string
+
+	// exe is the program its child processes run, and childID the -impl
+	// they are given: another build of this command for compareID, this
+	// one ("") and id otherwise.
+	exe, childID string
 }
+
+// errNoTick reports that an implementation cannot run at a tick: its tick is
+// fixed (antlabs/timer's, at 10ms).
+var errNoTick = errors.New("no such tick")
 
 // wheel is the interface every implementation is driven through.
 type wheel interface {
@@ -93,34 +113,50 @@ var impls = []impl{
 		newer:    newHashedwheel,
 		rearmAPI: "Timeout.Reset", reuseAPI: "Timer.Schedule into a reused Timeout, Timeout.Cancel",
 		heartbeatAPI: "Timer.Every", contextAPI: "Timer.WithTimeout",
+		tickAPI: "WithTickDuration, and WithTicksPerWheel(512)",
 	},
 	{
 		id: stdlibID, label: "time.AfterFunc",
-		newer:    func() (wheel, error) { return stdlibWheel{}, nil },
+		newer:    func(time.Duration) (wheel, error) { return stdlibWheel{}, nil },
 		rearmAPI: "time.Timer.Reset", reuseAPI: "time.Timer.Reset on a reused time.Timer, Stop",
 		heartbeatAPI: "time.AfterFunc, re-armed by its task with Reset",
 		contextAPI:   "context.WithTimeout",
+		tickAPI:      "none: the runtime's timer heaps",
 	},
 	{
 		id: "russellluo", label: "RussellLuo/timingwheel", module: "github.com/RussellLuo/timingwheel",
 		newer:        newRussellLuo,
 		heartbeatAPI: "TimingWheel.ScheduleFunc",
+		tickAPI:      "NewTimingWheel(tick, 512)",
 	},
 	{
 		id: "gozero", label: "go-zero TimingWheel", module: "github.com/zeromicro/go-zero",
 		newer:    newGoZero,
 		rearmAPI: "TimingWheel.MoveTimer",
+		tickAPI:  "NewTimingWheel(tick, 512, execute)",
 	},
 	{
 		id: "antlabs", label: "antlabs/timer", module: "github.com/antlabs/timer",
 		newer:    newAntlabs,
 		rearmAPI: "TimeNoder.Reset", heartbeatAPI: "Timer.ScheduleFunc",
+		tickAPI: "none: fixed at 10ms (WithTimeWheel)",
 	},
 	{
 		id: "rfyiamcool", label: "rfyiamcool/go-timewheel", module: "github.com/rfyiamcool/go-timewheel",
 		newer:    newRfyiamcool,
 		rearmAPI: "Timer.Reset", heartbeatAPI: "TimeWheel.AddCron",
+		tickAPI: "NewTimeWheel(tick, 512)",
 	},
+}
+
+// compareImpl is hashedwheel as another build of this command links it (say,
+// one whose go.mod's replace points at an older commit): its child
+// processes run exe with -impl hashedwheel.
+func compareImpl(exe, label string) impl {
+	im, _ := implByID(hashedwheelID)
+	im.id, im.label, im.module = compareID, label, ""
+	im.exe, im.childID = exe, hashedwheelID
+	return im
 }
 
 func implByID(id string) (impl, error) {
@@ -132,15 +168,15 @@ func implByID(id string) (impl, error) {
 	return impl{}, fmt.Errorf("unknown -impl %q", id)
 }
 
-// hashedwheel: NewTimer with the bench tick and buckets; AfterFunc and
+// hashedwheel: NewTimer with the tick and the bench buckets; AfterFunc and
 // Cancel; Timeout.Reset; Schedule into a Timeout it keeps, and Cancel; Every;
 // WithTimeout; Stats().Wakeups.
 
 type hwWheel struct{ tm *hashedwheel.Timer }
 
-func newHashedwheel() (wheel, error) {
+func newHashedwheel(tick time.Duration) (wheel, error) {
 	tm, err := hashedwheel.NewTimer(
-		hashedwheel.WithTickDuration(benchTick),
+		hashedwheel.WithTickDuration(tick),
 		hashedwheel.WithTicksPerWheel(benchBuckets),
 	)
 	if err != nil {
@@ -303,8 +339,11 @@ func (stdlibWheel) withTimeout(parent context.Context, d time.Duration) (context
 
 type rlWheel struct{ tw *timingwheel.TimingWheel }
 
-func newRussellLuo() (wheel, error) {
-	tw := timingwheel.NewTimingWheel(benchTick, benchBuckets)
+func newRussellLuo(tick time.Duration) (wheel, error) {
+	if tick < time.Millisecond {
+		return nil, errNoTick // it panics under 1ms
+	}
+	tw := timingwheel.NewTimingWheel(tick, benchBuckets)
 	tw.Start()
 	return rlWheel{tw}, nil
 }
@@ -335,8 +374,8 @@ type gzWheel struct{ tw *collection.TimingWheel }
 
 type gzKey struct{ f func() }
 
-func newGoZero() (wheel, error) {
-	tw, err := collection.NewTimingWheel(benchTick, benchBuckets, func(key, _ any) {
+func newGoZero(tick time.Duration) (wheel, error) {
+	tw, err := collection.NewTimingWheel(tick, benchBuckets, func(key, _ any) {
 		key.(*gzKey).f()
 	})
 	if err != nil {
@@ -384,7 +423,10 @@ func (t gzTimer) reset(d time.Duration) { _ = t.tw.MoveTimer(t.k, gzDelay(d)) }
 
 type alWheel struct{ tm antlabs.Timer }
 
-func newAntlabs() (wheel, error) {
+func newAntlabs(tick time.Duration) (wheel, error) {
+	if tick != antlabsTick {
+		return nil, errNoTick
+	}
 	tm := antlabs.NewTimer(antlabs.WithTimeWheel())
 	go tm.Run()
 	return alWheel{tm}, nil
@@ -415,8 +457,8 @@ func (w alWheel) every(period time.Duration, f func()) (func(), error) {
 
 type rfWheel struct{ tw *timewheel.TimeWheel }
 
-func newRfyiamcool() (wheel, error) {
-	tw, err := timewheel.NewTimeWheel(benchTick, benchBuckets)
+func newRfyiamcool(tick time.Duration) (wheel, error) {
+	tw, err := timewheel.NewTimeWheel(tick, benchBuckets)
 	if err != nil {
 		return nil, err
 	}

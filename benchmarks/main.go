@@ -47,6 +47,10 @@ func main() {
 		readme    = flag.String("readme", "", "a README whose summary table, between its markers, to rewrite")
 		render    = flag.String("render", "", "write the tables and charts of an existing benchmarks.json again, without running anything")
 		lead      = flag.Duration("lead", 0, "the burst's lead, in -child mode (default the size's)")
+		ticks     = flag.String("ticks", "1ms,10ms", "comma-separated ticks the mixed-horizon workload runs at, each with every implementation that takes it")
+		tick      = flag.Duration("tick", benchTick, "the wheels' tick, in -child mode")
+		cmpExe    = flag.String("compare-exe", "", "another build of this command (say, with go.mod's replace pointing at an older commit of hashedwheel): its hashedwheel runs as one more implementation, "+compareID)
+		cmpLabel  = flag.String("compare-label", "hashedwheel, other build", "the label of -compare-exe's hashedwheel in tables and charts")
 	)
 	flag.Parse()
 	sz := fullSizes
@@ -57,7 +61,12 @@ func main() {
 		sz.burstLead = *lead
 	}
 	if *child {
-		os.Exit(runChild(*only, *workloads, *param, sz))
+		os.Exit(runChild(*only, *workloads, *param, *tick, sz))
+	}
+	var err error
+	if sz.mixedTicks, err = parseTicks(*ticks); err != nil {
+		fmt.Fprintln(os.Stderr, "benchmarks: -ticks:", err)
+		os.Exit(2)
 	}
 	if *render != "" {
 		if err := rerender(*render, *out, *readme); err != nil {
@@ -72,15 +81,35 @@ func main() {
 			*reps = 1
 		}
 	}
-	if err := drive(*out, *readme, *quick, *reps, *only, *workloads, sz); err != nil {
+	var extra []impl
+	if *cmpExe != "" {
+		extra = append(extra, compareImpl(*cmpExe, *cmpLabel))
+	}
+	if err := drive(*out, *readme, *quick, *reps, *only, *workloads, extra, sz); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
 		os.Exit(1)
 	}
 }
 
+// parseTicks reads -ticks: durations, comma-separated.
+func parseTicks(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		if d <= 0 || d%time.Microsecond != 0 {
+			return nil, fmt.Errorf("%v: a tick is a positive whole number of microseconds", d)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // runChild runs one workload and prints its childResult as JSON. A workload
 // the implementation has no API for prints an error "no API".
-func runChild(implID, workload string, param int, sz sizes) int {
+func runChild(implID, workload string, param int, tick time.Duration, sz sizes) int {
 	stopDefaultTimeWheel()
 	im, err := implByID(implID)
 	if err != nil {
@@ -93,7 +122,7 @@ func runChild(implID, workload string, param int, sz sizes) int {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := runWorkload(im, workload, param, sz)
+		res, err := runWorkload(im, workload, param, tick, sz)
 		done <- outcome{res, err}
 	}()
 	var o outcome
@@ -168,32 +197,55 @@ func stuckAt() string {
 type planned struct {
 	Workload string `json:"workload"`
 	Param    int    `json:"param"`
+	// TickMS is the wheels' tick, ms, for a workload that runs at several
+	// (mixed); 0 for benchTick.
+	TickMS float64 `json:"tick_ms,omitempty"`
+}
+
+// tick returns the wheels' tick for p.
+func (p planned) tick() time.Duration {
+	if p.TickMS == 0 {
+		return benchTick
+	}
+	return time.Duration(p.TickMS * float64(time.Millisecond))
 }
 
 func plan(sz sizes) []planned {
-	p := []planned{{"schedcancel", 0}, {"schedcancel-parallel", sz.goroutines}, {"schedcancel-reused", 0}}
+	p := []planned{{Workload: "schedcancel"}, {Workload: "schedcancel-parallel", Param: sz.goroutines}, {Workload: "schedcancel-reused"}}
 	for _, n := range sz.pendings {
-		p = append(p, planned{"pending", n})
+		p = append(p, planned{Workload: "pending", Param: n})
 	}
-	return append(p,
-		planned{"memory", sz.memory},
-		planned{"burst", sz.burst},
-		planned{"idle", 0},
-		planned{"idle", sz.idlePending},
-		planned{"lateness", sz.late},
-		planned{"rearm", sz.conns},
-		planned{"heartbeat", sz.heartbeats},
-		planned{"context", 0},
-		planned{"context", 1},
-	)
+	return append(append(p,
+		planned{Workload: "memory", Param: sz.memory},
+		planned{Workload: "burst", Param: sz.burst},
+		planned{Workload: "idle", Param: 0},
+		planned{Workload: "idle", Param: sz.idlePending},
+		planned{Workload: "lateness", Param: sz.late},
+		planned{Workload: "rearm", Param: sz.conns},
+		planned{Workload: "heartbeat", Param: sz.heartbeats},
+		planned{Workload: "context", Param: 0},
+		planned{Workload: "context", Param: 1},
+	), mixedPlan(sz)...)
+}
+
+// mixedPlan is the mixed-horizon workload at each tick: the heartbeats alone,
+// then beside the far timeouts.
+func mixedPlan(sz sizes) []planned {
+	var p []planned
+	for _, tick := range sz.mixedTicks {
+		ms := measure.Millis(tick)
+		p = append(p, planned{Workload: "mixed", TickMS: ms}, planned{Workload: "mixed", Param: sz.mixedFar, TickMS: ms})
+	}
+	return p
 }
 
 // Result holds every repetition of one workload on one implementation, and
 // the median of each figure.
 type Result struct {
-	Impl     string `json:"impl"`
-	Workload string `json:"workload"`
-	Param    int    `json:"param"`
+	Impl     string  `json:"impl"`
+	Workload string  `json:"workload"`
+	Param    int     `json:"param"`
+	TickMS   float64 `json:"tick_ms,omitempty"` // as planned's
 	// Reps are the figures of each repetition, in the order they ran:
 	// Reps[i] is repetition i+1, since a result that fails is not run
 	// again.
@@ -242,6 +294,7 @@ type ImplInfo struct {
 	ReuseAPI     string `json:"reuse_api,omitempty"`
 	HeartbeatAPI string `json:"heartbeat_api,omitempty"`
 	ContextAPI   string `json:"context_api,omitempty"`
+	TickAPI      string `json:"tick_api,omitempty"`
 }
 
 // SizesInfo is sizes, for the JSON file.
@@ -263,9 +316,16 @@ type SizesInfo struct {
 	HeartbeatMS  float64 `json:"heartbeat_window_ms"`
 	TickMS       float64 `json:"tick_ms"`
 	Buckets      int     `json:"buckets"`
+	// The mixed-horizon workload: the far timeouts, the window and the
+	// ticks (its heartbeats are Heartbeats, every PeriodMS).
+	MixedFar      int       `json:"mixed_far,omitempty"`
+	MixedWindowMS float64   `json:"mixed_window_ms,omitempty"`
+	MixedTicksMS  []float64 `json:"mixed_ticks_ms,omitempty"`
 }
 
-func drive(out, readme string, quick bool, reps int, only, workloads string, sz sizes) error {
+// drive runs the workloads on the implementations chosen by only, and on
+// extra, reps times, and writes the report.
+func drive(out, readme string, quick bool, reps int, only, workloads string, extra []impl, sz sizes) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -277,6 +337,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	if err != nil {
 		return err
 	}
+	chosen = append(chosen, extra...)
 	var steps []planned
 	for _, p := range plan(sz) {
 		if workloads == "" || slices.Contains(strings.Split(workloads, ","), p.Workload) {
@@ -290,7 +351,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	byKey := map[string]*Result{}
 	for _, p := range steps {
 		for _, im := range chosen {
-			r := &Result{Impl: im.id, Workload: p.Workload, Param: p.Param}
+			r := &Result{Impl: im.id, Workload: p.Workload, Param: p.Param, TickMS: p.TickMS}
 			byKey[resultKey(im.id, p)] = r
 			rep.Results = append(rep.Results, r)
 		}
@@ -311,15 +372,15 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 					continue // no API, or it failed: do not try again
 				}
 				t0 := time.Now()
-				res, err := runOne(exe, im.id, p, quick, sz, leads[r])
+				res, err := runOne(exe, im, p, quick, sz, leads[r])
 				for try := 0; try < 2 && err != nil && strings.HasPrefix(err.Error(), errSpread); try++ {
 					// Scheduling the burst outlasted its lead: give this
 					// implementation three times the lead from now on, twice
 					// at most.
 					leads[r] = 3 * max(leads[r], sz.burstLead)
-					fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-10s %-24s %s; again with a %v lead\n",
+					fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-18s %-24s %s; again with a %v lead\n",
 						k+1, reps, p.Workload, paramName(p), im.label, err, leads[r])
-					res, err = runOne(exe, im.id, p, quick, sz, leads[r])
+					res, err = runOne(exe, im, p, quick, sz, leads[r])
 				}
 				status := "ok"
 				if err != nil {
@@ -334,7 +395,7 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 						return fmt.Errorf("%s ran with GOMAXPROCS %d, the driver has %d", im.id, res.GOMAXPROCS, rep.Meta.GOMAXPROCS)
 					}
 				}
-				fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-10s %-24s %6.1fs  %s\n",
+				fmt.Fprintf(os.Stderr, "rep %d/%d  %-22s %-18s %-24s %6.1fs  %s\n",
 					k+1, reps, p.Workload, paramName(p), im.label, time.Since(t0).Seconds(), status)
 			}
 		}
@@ -354,8 +415,13 @@ func drive(out, readme string, quick bool, reps int, only, workloads string, sz 
 	return nil
 }
 
-// runOne runs one workload on one implementation in a child process.
-func runOne(exe, implID string, p planned, quick bool, sz sizes, lead time.Duration) (childResult, error) {
+// runOne runs one workload on one implementation in a child process: exe,
+// or the implementation's own program if it has one.
+func runOne(exe string, im impl, p planned, quick bool, sz sizes, lead time.Duration) (childResult, error) {
+	implID := im.id
+	if im.exe != "" {
+		exe, implID = im.exe, im.childID
+	}
 	if lead > 0 {
 		sz.burstLead = lead
 	}
@@ -363,7 +429,8 @@ func runOne(exe, implID string, p planned, quick bool, sz sizes, lead time.Durat
 	timeout := watchdogFor(p.Workload, sz) + time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args := []string{"-child", "-impl", implID, "-workload", p.Workload, "-param", strconv.Itoa(p.Param)}
+	args := []string{"-child", "-impl", implID, "-workload", p.Workload, "-param", strconv.Itoa(p.Param),
+		"-tick", p.tick().String()}
 	if quick {
 		args = append(args, "-quick")
 	}
@@ -432,7 +499,9 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-func resultKey(id string, p planned) string { return fmt.Sprintf("%s/%s/%d", id, p.Workload, p.Param) }
+func resultKey(id string, p planned) string {
+	return fmt.Sprintf("%s/%s/%d/%g", id, p.Workload, p.Param, p.TickMS)
+}
 
 // paramName is how a workload's parameter reads in tables and progress.
 func paramName(p planned) string {
@@ -443,6 +512,8 @@ func paramName(p planned) string {
 		return fmt.Sprintf("goroutines=%d", p.Param)
 	case "context":
 		return []string{"parent=bg", "serving"}[min(p.Param, 1)]
+	case "mixed":
+		return fmt.Sprintf("tick=%v,far=%s", p.tick(), count(p.Param))
 	}
 	return ""
 }
@@ -499,6 +570,11 @@ func implInfo(im impl) ImplInfo {
 	info := ImplInfo{
 		ID: im.id, Label: im.label, Module: im.module, Version: runtime.Version(),
 		RearmAPI: im.rearmAPI, ReuseAPI: im.reuseAPI, HeartbeatAPI: im.heartbeatAPI, ContextAPI: im.contextAPI,
+		TickAPI: im.tickAPI,
+	}
+	if im.id == compareID {
+		info.Version = "another build (-compare-exe)"
+		return info
 	}
 	if im.module == "" {
 		return info
@@ -519,6 +595,10 @@ func implInfo(im impl) ImplInfo {
 }
 
 func sizesInfo(sz sizes) SizesInfo {
+	var ticksMS []float64
+	for _, t := range sz.mixedTicks {
+		ticksMS = append(ticksMS, measure.Millis(t))
+	}
 	return SizesInfo{
 		Ops: sz.ops, Goroutines: sz.goroutines, PendingOps: sz.pendingOps, Pendings: sz.pendings,
 		Memory: sz.memory, Burst: sz.burst, BurstLeadMS: measure.Millis(sz.burstLead),
@@ -526,6 +606,7 @@ func sizesInfo(sz sizes) SizesInfo {
 		Late: sz.late, LateSpreadMS: measure.Millis(sz.lateSpread), Conns: sz.conns,
 		Heartbeats: sz.heartbeats, PeriodMS: measure.Millis(sz.period), HeartbeatMS: measure.Millis(sz.heartbeatWin),
 		TickMS: measure.Millis(benchTick), Buckets: benchBuckets,
+		MixedFar: sz.mixedFar, MixedWindowMS: measure.Millis(sz.mixedWindow), MixedTicksMS: ticksMS,
 	}
 }
 

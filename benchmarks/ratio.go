@@ -7,53 +7,71 @@ import (
 	"github.com/hashedwheel/hashedwheel/benchmarks/internal/paired"
 )
 
-// Ratio is one implementation's figure over the standard library's,
-// repetition by repetition: in each repetition, the implementation's value
-// over the value the standard library measured in the same repetition (the
-// implementations take turns within a repetition), so that a slow
-// repetition for the machine moves both. Repetitions in which either has
-// no such figure, or the standard library's is 0, are left out. The
-// standard library's figure is of the same workload and parameter, unless
-// AgainstWorkload names another (a reused timer's schedule and cancel
-// against a new one's, say).
+// Ratio is one implementation's figure over the standard library's (or over
+// Against's), repetition by repetition: in each repetition, the
+// implementation's value over the value the other measured in the same
+// repetition (the implementations take turns within a repetition), so that a
+// slow repetition for the machine moves both. Repetitions in which either
+// has no such figure, or the other's is 0, are left out. The other's figure
+// is of the same workload, parameter and tick, unless AgainstWorkload names
+// another (a reused timer's schedule and cancel against a new one's, say),
+// with AgainstParam and AgainstTickMS (the mixed-horizon workload with its
+// far timeouts against the same without them, say).
 type Ratio struct {
-	Impl            string `json:"impl"`
-	Against         string `json:"against"`
-	AgainstWorkload string `json:"against_workload,omitempty"`
-	AgainstParam    int    `json:"against_param,omitempty"`
-	Workload        string `json:"workload"`
-	Param           int    `json:"param"`
-	Metric          string `json:"metric"`
+	Impl            string  `json:"impl"`
+	Against         string  `json:"against"`
+	AgainstWorkload string  `json:"against_workload,omitempty"`
+	AgainstParam    int     `json:"against_param,omitempty"`
+	AgainstTickMS   float64 `json:"against_tick_ms,omitempty"`
+	Workload        string  `json:"workload"`
+	Param           int     `json:"param"`
+	TickMS          float64 `json:"tick_ms,omitempty"`
+	Metric          string  `json:"metric"`
 	// Reps are the repetition numbers (from 1) of Values.
 	Reps []int `json:"reps"`
 	// The ratios, their median and range, and the verdict.
 	paired.Summary
 }
 
-// ratio computes impl's figure over the standard library's, repetition by
-// repetition, and its verdict. Result.Reps[i] is repetition i+1: a result
-// that fails is not run again. It reports false when no repetition has
-// both.
-func (rep *Report) ratio(impl, workload string, param int, metric string) (*Ratio, bool) {
-	return rep.ratioTo(impl, workload, param, metric, baseline{workload, param})
-}
-
-// baseline is the standard library's workload and parameter a ratio is
+// baseline is the implementation, workload, parameter and tick a ratio is
 // taken against.
 type baseline struct {
+	// impl is "" for the standard library, ownImpl for the implementation
+	// whose ratio it is, or an implementation's id.
+	impl     string
 	workload string
 	param    int
+	tickMS   float64
 }
 
-// ratioTo is ratio against the standard library's figure in base.
-func (rep *Report) ratioTo(impl, workload string, param int, metric string, base baseline) (*Ratio, bool) {
-	r, b := rep.get(impl, workload, param), rep.get(stdlibID, base.workload, base.param)
+// ownImpl, as a baseline's impl, takes a ratio against the implementation's
+// own figure in another workload or parameter.
+const ownImpl = "(own)"
+
+// key returns the baseline's workload, parameter and tick.
+func (b baseline) key() planned {
+	return planned{Workload: b.workload, Param: b.param, TickMS: b.tickMS}
+}
+
+// ratioTo computes impl's figure in p over the figure of base, repetition
+// by repetition, and its verdict. Result.Reps[i] is repetition i+1: a result
+// that fails is not run again. It reports false when no repetition has
+// both.
+func (rep *Report) ratioTo(impl string, p planned, metric string, base baseline) (*Ratio, bool) {
+	against := base.impl
+	switch against {
+	case "":
+		against = stdlibID
+	case ownImpl:
+		against = impl
+	}
+	r, b := rep.at(impl, p), rep.at(against, base.key())
 	if r == nil || b == nil {
 		return nil, false
 	}
-	q := &Ratio{Impl: impl, Against: stdlibID, Workload: workload, Param: param, Metric: metric}
-	if base.workload != workload || base.param != param {
-		q.AgainstWorkload, q.AgainstParam = base.workload, base.param
+	q := &Ratio{Impl: impl, Against: against, Workload: p.Workload, Param: p.Param, TickMS: p.TickMS, Metric: metric}
+	if base.key() != p {
+		q.AgainstWorkload, q.AgainstParam, q.AgainstTickMS = base.workload, base.param, base.tickMS
 	}
 	var values []float64
 	for i := range min(len(r.Reps), len(b.Reps)) {
@@ -98,17 +116,38 @@ var ratioMetrics = map[string][]string{
 	"rearm":                {"cpu_ns_op"},
 	"heartbeat":            {"cpu_ms_per_s"},
 	"context":              {"cpu_ns_op"},
+	"mixed":                {"cpu_ms_per_s"},
 }
 
-// crossRatios lists, per workload, the figures whose ratio to the standard
-// library's in another workload the tables print, for every implementation
-// the standard library included: a reused timer's schedule and cancel
-// against time.AfterFunc and Stop, a new timer each time.
-var crossRatios = map[string][]struct {
+// crossRatio is a figure whose ratio to another baseline than the standard
+// library's in the same workload, parameter and tick the tables print.
+type crossRatio struct {
 	base   baseline
 	metric string
-}{
-	"schedcancel-reused": {{baseline{"schedcancel", 0}, "cpu_ns_op"}},
+}
+
+// crossRatios lists the cross ratios of the workload and parameter p, for
+// every implementation the standard library included: a reused timer's
+// schedule and cancel against time.AfterFunc and Stop, a new timer each
+// time; the heartbeats beside far timeouts against the same
+// implementation's, and hashedwheel's, heartbeats alone at that tick.
+func crossRatios(p planned) []crossRatio {
+	switch {
+	case p.Workload == "schedcancel-reused":
+		return []crossRatio{{baseline{workload: "schedcancel"}, "cpu_ns_op"}}
+	case p.Workload == "mixed" && p.Param > 0:
+		return []crossRatio{
+			{mixedWithout(ownImpl, p.TickMS), "cpu_ms_per_s"},
+			{mixedWithout(hashedwheelID, p.TickMS), "cpu_ms_per_s"},
+		}
+	}
+	return nil
+}
+
+// mixedWithout is impl's mixed-horizon workload at the tick without far
+// timeouts.
+func mixedWithout(impl string, tickMS float64) baseline {
+	return baseline{impl: impl, workload: "mixed", tickMS: tickMS}
 }
 
 // computeRatios fills rep.Ratios, so that benchmarks.json holds every
@@ -119,13 +158,16 @@ func (rep *Report) computeRatios() {
 		for _, im := range rep.Impls {
 			if im.ID != stdlibID {
 				for _, m := range ratioMetrics[p.Workload] {
-					if q, ok := rep.ratio(im.ID, p.Workload, p.Param, m); ok {
+					if q, ok := rep.ratioTo(im.ID, p, m, baseline{workload: p.Workload, param: p.Param, tickMS: p.TickMS}); ok {
 						rep.Ratios = append(rep.Ratios, q)
 					}
 				}
 			}
-			for _, c := range crossRatios[p.Workload] {
-				if q, ok := rep.ratioTo(im.ID, p.Workload, p.Param, c.metric, c.base); ok {
+			for _, c := range crossRatios(p) {
+				if c.base.impl == im.ID {
+					continue // its own, which ownImpl gives
+				}
+				if q, ok := rep.ratioTo(im.ID, p, c.metric, c.base); ok {
 					rep.Ratios = append(rep.Ratios, q)
 				}
 			}

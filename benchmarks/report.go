@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,10 +24,16 @@ const (
 	readmeEnd   = "<!-- benchmarks summary: end -->"
 )
 
-// get returns the result of impl on the workload with param, or nil.
+// get returns the result of impl on the workload with param at the
+// harness's tick, or nil.
 func (rep *Report) get(impl, workload string, param int) *Result {
+	return rep.at(impl, planned{Workload: workload, Param: param})
+}
+
+// at returns the result of impl on p, or nil.
+func (rep *Report) at(impl string, p planned) *Result {
 	for _, r := range rep.Results {
-		if r.Impl == impl && r.Workload == workload && r.Param == param {
+		if r.Impl == impl && r.Workload == p.Workload && r.Param == p.Param && r.TickMS == p.TickMS {
 			return r
 		}
 	}
@@ -67,14 +74,33 @@ type column struct {
 	title  string
 	metric string
 	param  int
+	tickMS float64 // the tick, for a workload that runs at several
 	// ratio makes the column the figure's ratio to the standard library's,
 	// repetition by repetition: their median, their range in small print,
 	// and "even" if they do not all fall on one side of 1.
 	ratio bool
-	// against, with ratio, takes the ratio to the standard library's
-	// figure in another workload, for the standard library's row too.
+	// against, with ratio, takes the ratio to another baseline: the
+	// standard library's figure in another workload, or another
+	// implementation's, or the implementation's own in another parameter;
+	// for the standard library's row too.
 	against *baseline
 	prec    int
+}
+
+// key returns the workload, parameter and tick of the column's figure.
+func (c column) key(workload string) planned {
+	return planned{Workload: workload, Param: c.param, TickMS: c.tickMS}
+}
+
+// ratioOf returns impl's ratio in column c of the workload: to c.against,
+// or to the standard library's figure of the same workload, parameter and
+// tick.
+func (rep *Report) ratioOf(impl, workload string, c column) (*Ratio, bool) {
+	base := baseline{workload: workload, param: c.param, tickMS: c.tickMS}
+	if c.against != nil {
+		base = *c.against
+	}
+	return rep.ratioTo(impl, c.key(workload), c.metric, base)
 }
 
 // table writes one row per implementation. A row whose result failed or has
@@ -101,6 +127,8 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 		// A row that did not run says why once, not in every column.
 		if why := rep.whyNot(im.ID, workload, cols); why != "" {
 			switch {
+			case why == errNoTick.Error():
+				// says so in its first cell
 			case why != errNoAPI.Error():
 				notes = append(notes, fmt.Sprintf("%s: %s.", im.Label, why))
 				why = "failed, see below"
@@ -118,13 +146,13 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 		report.TableRow(b, row...)
 		// A repetition that failed after others ran: the medians are of
 		// fewer repetitions, and the later ones were not tried.
-		seen := map[int]bool{}
+		seen := map[planned]bool{}
 		for _, c := range cols {
-			if r := rep.get(im.ID, workload, c.param); r != nil && r.Median != nil && r.Error != "" && !seen[c.param] {
-				seen[c.param] = true
+			if r := rep.at(im.ID, c.key(workload)); r != nil && r.Median != nil && r.Error != "" && !seen[c.key(workload)] {
+				seen[c.key(workload)] = true
 				what := ""
 				if !sameParam(cols) {
-					what = " (" + paramName(planned{workload, c.param}) + ")"
+					what = " (" + paramName(c.key(workload)) + ")"
 				}
 				notes = append(notes, fmt.Sprintf("%s%s: the median of %d of %d repetitions; the next %s.",
 					im.Label, what, len(r.Reps), rep.Meta.Reps, r.Error))
@@ -136,41 +164,49 @@ func (rep *Report) table(b *strings.Builder, workload string, cols []column, api
 	}
 }
 
-// sameParam reports whether all columns show one parameter of the workload.
+// sameParam reports whether all columns show one parameter of the workload,
+// at one tick.
 func sameParam(cols []column) bool {
 	for _, c := range cols[1:] {
-		if c.param != cols[0].param {
+		if c.param != cols[0].param || c.tickMS != cols[0].tickMS {
 			return false
 		}
 	}
 	return true
 }
 
-// whyNot returns why impl has no figures for the workload at the columns'
-// parameter, if all columns share one and it has none: "no API" or the
-// error; "" if it has figures.
+// whyNot returns why impl has no figures for the workload in any of the
+// columns, if it has none in all of them for one reason: "no API", "no such
+// tick", the error, or "not run"; "" if it has figures.
 func (rep *Report) whyNot(impl, workload string, cols []column) string {
-	if !sameParam(cols) {
-		return ""
+	why := ""
+	for i, c := range cols {
+		w := "not run"
+		if r := rep.at(impl, c.key(workload)); r != nil {
+			if r.Median != nil {
+				return ""
+			}
+			w = r.Error
+		}
+		if i > 0 && w != why {
+			return ""
+		}
+		why = w
 	}
-	r := rep.get(impl, workload, cols[0].param)
-	if r == nil {
-		return "not run"
-	}
-	if r.Median == nil {
-		return r.Error
-	}
-	return ""
+	return why
 }
 
 func (rep *Report) cell(impl, workload string, c column) string {
-	r := rep.get(impl, workload, c.param)
+	r := rep.at(impl, c.key(workload))
 	if r == nil {
 		return "not run"
 	}
 	if r.Median == nil {
-		if r.Error == errNoAPI.Error() {
+		switch r.Error {
+		case errNoAPI.Error():
 			return "no API"
+		case errNoTick.Error():
+			return r.Error
 		}
 		return "failed"
 	}
@@ -181,17 +217,10 @@ func (rep *Report) cell(impl, workload string, c column) string {
 	if !c.ratio {
 		return num(v, c.prec)
 	}
-	if c.against != nil {
-		q, ok := rep.ratioTo(impl, workload, c.param, c.metric, *c.against)
-		if !ok {
-			return "n/a"
-		}
-		return q.Cell()
-	}
-	if impl == stdlibID {
+	if impl == stdlibID && c.against == nil {
 		return "1"
 	}
-	q, ok := rep.ratio(impl, workload, c.param, c.metric)
+	q, ok := rep.ratioOf(impl, workload, c)
 	if !ok {
 		return "n/a"
 	}
@@ -254,6 +283,17 @@ func (rep *Report) summary(captions bool) string {
 			summaryColumn{column: column{title: fmt.Sprintf("early runs of %s", num(float64(p), 0)), metric: "early", param: p}, workload: "lateness",
 				caption: "**early runs**: how many of them ran before their delay had passed"})
 	}
+	if rep.has("mixed") {
+		far, tick := sz.MixedFar, rep.mixedTicks()[0]
+		cols = append(cols,
+			summaryColumn{column: column{title: fmt.Sprintf("heartbeats beside %s far timeouts, %s tick: CPU ms/s", count(far), msDur(tick)),
+				metric: "cpu_ms_per_s", param: far, tickMS: tick}, workload: "mixed",
+				caption: fmt.Sprintf("**heartbeats beside far timeouts**: the process's CPU, ms per second, of %s heartbeats every %v, started evenly over the period, with %s timeouts pending 1h..2h away, at a %s tick (%s)",
+					num(float64(sz.Heartbeats), 0), msDur(sz.PeriodMS), count(far), msDur(tick), mixedTickNote)},
+			summaryColumn{column: column{title: "÷ the same without them, per round: median [range]", metric: "cpu_ms_per_s", param: far, tickMS: tick,
+				ratio: true, against: ptr(mixedWithout(ownImpl, tick))}, workload: "mixed",
+				caption: "**÷ the same without them**: that CPU over the same implementation's with the heartbeats alone, round by round: what the far timeouts cost it"})
+	}
 	head := []report.Column{{Title: "implementation"}}
 	for _, c := range cols {
 		head = append(head, report.Column{Title: c.title, Right: !c.verdict})
@@ -286,15 +326,15 @@ func (rep *Report) summaryCell(impl, workload string, c column, verdict bool) st
 	if !c.ratio && !verdict {
 		return rep.cell(impl, workload, c)
 	}
-	if impl == stdlibID {
+	if impl == stdlibID && c.against == nil {
 		if verdict {
 			return "–"
 		}
 		return "1"
 	}
-	q, ok := rep.ratio(impl, workload, c.param, c.metric)
+	q, ok := rep.ratioOf(impl, workload, c)
 	if !ok {
-		return rep.cell(impl, workload, column{metric: c.metric, param: c.param}) // why there is none
+		return rep.cell(impl, workload, column{metric: c.metric, param: c.param, tickMS: c.tickMS}) // why there is none
 	}
 	if !verdict {
 		return q.String()
@@ -332,21 +372,32 @@ func (rep *Report) Markdown() string {
 	fmt.Fprintf(&b, "- Each figure is the median of %d repetitions (rounds). Each repetition of each workload on each implementation ran in a fresh process, and the implementations took turns: each workload ran on all of them before the next, in an order that turned every repetition.\n", m.Reps)
 	fmt.Fprintf(&b, "- A ratio (×) is taken repetition by repetition: the implementation's figure over the standard library's in the same repetition. A cell shows the median of those ratios, their lowest and highest in small print, and *even* when they do not all fall on one side of 1 or their median is within %.0f%% of it; benchmarks.json holds every repetition's ratio (`ratios`).\n",
 		100*paired.EvenWithin)
-	fmt.Fprintf(&b, "- Every wheel ran with a %v tick and, where it has the setting, %d buckets (antlabs/timer's tick is fixed at 10ms).\n\n", msDur(sz.TickMS), sz.Buckets)
+	fmt.Fprintf(&b, "- Every wheel ran with a %v tick and, where it has the setting, %d buckets (antlabs/timer's tick is fixed at 10ms)", msDur(sz.TickMS), sz.Buckets)
+	if rep.has("mixed") {
+		b.WriteString(", except in the mixed-horizon workload, which runs at each of its ticks")
+	}
+	b.WriteString(".\n\n")
 
 	b.WriteString("## Summary\n\n")
 	b.WriteString(rep.summary(true))
 	b.WriteString("\n")
 
 	b.WriteString("## Implementations\n\n")
-	b.WriteString("| implementation | module | version | re-arm | heartbeat | request-deadline context |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| implementation | module | version | tick | re-arm | heartbeat | request-deadline context |\n|---|---|---|---|---|---|---|\n")
 	for _, im := range rep.Impls {
 		mod := im.Module
-		if mod == "" {
+		switch {
+		case im.ID == compareID:
+			mod = "hashedwheel, as another build of this command links it"
+		case mod == "":
 			mod = "standard library"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", im.Label, mod, im.Version,
-			apiOr(im.RearmAPI), apiOr(im.HeartbeatAPI), apiOr(im.ContextAPI))
+		tick := "–"
+		if im.TickAPI != "" {
+			tick = "`" + im.TickAPI + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", im.Label, mod, im.Version,
+			tick, apiOr(im.RearmAPI), apiOr(im.HeartbeatAPI), apiOr(im.ContextAPI))
 	}
 	b.WriteString("\nHow each is driven (benchmarks/impls.go): schedule is the implementation's one-shot call with a function " +
 		"(hashedwheel `AfterFunc`, `time.AfterFunc`, RussellLuo `AfterFunc`, go-zero `SetTimer`, antlabs `AfterFunc`, " +
@@ -385,7 +436,7 @@ func (rep *Report) Markdown() string {
 			}, nil)
 		}
 		if rep.has("schedcancel-reused") {
-			newTimer := &baseline{"schedcancel", 0}
+			newTimer := &baseline{workload: "schedcancel"}
 			b.WriteString("\nInto a reused timer, one goroutine: the same timer scheduled and cancelled every time, made once " +
 				"(hashedwheel: a `Timeout` the caller keeps, armed with `Timer.Schedule`; the standard library: one `time.AfterFunc` " +
 				"timer, stopped, re-armed with `Reset` and stopped with `Stop`). *× time.AfterFunc + Stop* is against the standard " +
@@ -525,8 +576,63 @@ func (rep *Report) Markdown() string {
 			b.WriteString("\n")
 		}
 	}
+
+	if rep.has("mixed") {
+		rep.mixedSection(&b)
+	}
 	return b.String()
 }
+
+// mixedTickNote says which implementations have no figures at some ticks.
+const mixedTickNote = "antlabs/timer's tick is fixed at 10ms: *no such tick* at the others"
+
+// mixedTicks returns the ticks, ms, the mixed-horizon workload ran at, in
+// the order of the plan.
+func (rep *Report) mixedTicks() []float64 {
+	var ticks []float64
+	for _, p := range rep.Plan {
+		if p.Workload == "mixed" && !slices.Contains(ticks, p.TickMS) {
+			ticks = append(ticks, p.TickMS)
+		}
+	}
+	return ticks
+}
+
+// mixedSection writes the mixed-horizon workload's tables, one per tick.
+func (rep *Report) mixedSection(b *strings.Builder) {
+	sz := rep.Sizes
+	far := sz.MixedFar
+	fmt.Fprintf(b, "## Mixed horizons: heartbeats beside far timeouts\n\n"+
+		"%s heartbeats every %v, each re-armed for its next run by the implementation's periodic API (*heartbeat* in the "+
+		"Implementations table: time.AfterFunc's is re-armed by its own function with Reset), heartbeat i started i/%s of "+
+		"a period after the first (to within a millisecond), so that something is due at nearly every tick; beside %s "+
+		"timeouts pending 1h..2h away, spread evenly, scheduled before the heartbeats start; and, for the figures *without*, alone. "+
+		"The process's CPU per second over %v, after two periods of warm-up and a settle. "+
+		"One table per tick: each wheel takes it as the Implementations table says (*tick*); time.AfterFunc has none, "+
+		"and runs again at each, a run of its own; %s.\n\n",
+		num(float64(sz.Heartbeats), 0), msDur(sz.PeriodMS), num(float64(sz.Heartbeats), 0), count(far),
+		msDur(sz.MixedWindowMS), mixedTickNote)
+	b.WriteString("*× without* is an implementation's CPU with the far timeouts over its own with the heartbeats alone, " +
+		"what the far timeouts cost it; *× time.AfterFunc* over time.AfterFunc's with them; *× hashedwheel without* over " +
+		"hashedwheel's with the heartbeats alone, the reference. Each is taken round by round, paired within a round. " +
+		"Where none is skipped, the heartbeats run " + num(float64(sz.Heartbeats)*1000/sz.PeriodMS, 0) + " times a second in all.\n\n")
+	for _, tick := range rep.mixedTicks() {
+		fmt.Fprintf(b, "Tick %s:\n\n", msDur(tick))
+		rep.table(b, "mixed", []column{
+			{title: "CPU ms/s, with " + count(far) + " far", metric: "cpu_ms_per_s", param: far, tickMS: tick, prec: 1},
+			{title: "CPU ms/s, without", metric: "cpu_ms_per_s", tickMS: tick, prec: 1},
+			{title: "× without", metric: "cpu_ms_per_s", param: far, tickMS: tick, ratio: true, against: ptr(mixedWithout(ownImpl, tick))},
+			{title: "× time.AfterFunc", metric: "cpu_ms_per_s", param: far, tickMS: tick, ratio: true},
+			{title: "× hashedwheel without", metric: "cpu_ms_per_s", param: far, tickMS: tick, ratio: true, against: ptr(mixedWithout(hashedwheelID, tick))},
+			{title: "runs/s, with", metric: "runs_per_s", param: far, tickMS: tick},
+			{title: "runs/s, without", metric: "runs_per_s", tickMS: tick},
+			{title: "GCs/s, with", metric: "gcs_per_s", param: far, tickMS: tick, prec: 1},
+		}, func(im ImplInfo) string { return im.HeartbeatAPI })
+		b.WriteString("\n")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func apiOr(api string) string {
 	if api == "" {

@@ -26,12 +26,19 @@ type sizes struct {
 	idlePending  int // timeouts an hour away in the second idle run
 	late         int // timeouts of the lateness workload,
 	lateSpread   time.Duration
-	conns        int // connections whose idle timer is re-armed
-	heartbeats   int
+	conns        int           // connections whose idle timer is re-armed
+	heartbeats   int           // of the heartbeat and the mixed-horizon workloads
 	period       time.Duration // of the heartbeats
 	heartbeatWin time.Duration
-	watchdog     time.Duration // one workload in a child, at most (see watchdogFor)
+	mixedFar     int             // far timeouts beside the heartbeats, 1h..2h away
+	mixedWindow  time.Duration   // of the mixed-horizon workload
+	mixedTicks   []time.Duration // the mixed-horizon workload's ticks (-ticks)
+	watchdog     time.Duration   // one workload in a child, at most (see watchdogFor)
 }
+
+// defaultMixedTicks are the ticks the mixed-horizon workload runs at unless
+// -ticks says otherwise.
+var defaultMixedTicks = []time.Duration{time.Millisecond, 10 * time.Millisecond}
 
 var fullSizes = sizes{
 	ops: 1_000_000, goroutines: 8,
@@ -40,6 +47,7 @@ var fullSizes = sizes{
 	idleWindow: 2 * time.Second, idlePending: 1_000_000,
 	late: 200_000, lateSpread: time.Second,
 	conns: 10_000, heartbeats: 10_000, period: 100 * time.Millisecond, heartbeatWin: 2 * time.Second,
+	mixedFar: 1_000_000, mixedWindow: 3 * time.Second, mixedTicks: defaultMixedTicks,
 	watchdog: time.Minute,
 }
 
@@ -50,6 +58,7 @@ var quickSizes = sizes{
 	idleWindow: 200 * time.Millisecond, idlePending: 10_000,
 	late: 2_000, lateSpread: 100 * time.Millisecond,
 	conns: 100, heartbeats: 100, period: 50 * time.Millisecond, heartbeatWin: 200 * time.Millisecond,
+	mixedFar: 10_000, mixedWindow: 200 * time.Millisecond, mixedTicks: defaultMixedTicks,
 	watchdog: 10 * time.Second,
 }
 
@@ -73,9 +82,10 @@ const cancelDelay = 30 * time.Second
 
 func nop() {}
 
-// runWorkload runs one workload on one implementation, in this process.
-func runWorkload(im impl, workload string, param int, sz sizes) (childResult, error) {
-	w, err := im.newer()
+// runWorkload runs one workload on one implementation made with tick, in
+// this process.
+func runWorkload(im impl, workload string, param int, tick time.Duration, sz sizes) (childResult, error) {
+	w, err := im.newer(tick)
 	if err != nil {
 		return childResult{}, err
 	}
@@ -123,6 +133,12 @@ func runWorkload(im impl, workload string, param int, sz sizes) (childResult, er
 			return res, errNoAPI
 		}
 		res.Metrics, err = contexts(w, c, sz.ops, param == 1)
+	case "mixed":
+		p, ok := w.(periodic)
+		if !ok {
+			return res, errNoAPI
+		}
+		res.Metrics, err = mixed(w, p, sz.heartbeats, sz.period, param, sz.mixedWindow)
 	default:
 		err = fmt.Errorf("unknown -workload %q", workload)
 	}
@@ -138,12 +154,20 @@ func farDelay(i, n int) time.Duration {
 	return time.Hour + time.Duration(i)*turn/time.Duration(n)
 }
 
-// fillPending schedules len(handles) timeouts far away, keeps their handles
-// in handles and waits until the implementation has processed them.
-func fillPending(w wheel, handles []any) error {
+// mixedFarDelay is the delay of the i-th of n far timeouts of the
+// mixed-horizon workload: spread evenly from one hour to two, as the
+// deadlines of sessions opened over an hour would be.
+func mixedFarDelay(i, n int) time.Duration {
+	return time.Hour + time.Duration(i)*time.Hour/time.Duration(n)
+}
+
+// fillPending schedules len(handles) timeouts far away, the i-th after
+// delay(i, len(handles)), keeps their handles in handles and waits until the
+// implementation has processed them.
+func fillPending(w wheel, handles []any, delay func(i, n int) time.Duration) error {
 	start := time.Now()
 	for i := range handles {
-		h, err := w.schedule(farDelay(i, len(handles)), nop)
+		h, err := w.schedule(delay(i, len(handles)), nop)
 		if err != nil {
 			return err
 		}
@@ -158,7 +182,7 @@ func fillPending(w wheel, handles []any) error {
 // every call.
 func scheduleCancel(w wheel, goroutines, ops, pending int) (map[string]float64, error) {
 	handles := make([]any, pending)
-	if err := fillPending(w, handles); err != nil {
+	if err := fillPending(w, handles, farDelay); err != nil {
 		return nil, err
 	}
 	settle()
@@ -229,7 +253,7 @@ func scheduleCancelReused(w wheel, r reuser, ops int) (map[string]float64, error
 func pendingMemory(w wheel, n int) (map[string]float64, error) {
 	handles := make([]any, n)
 	before, _ := measure.LiveMemory()
-	if err := fillPending(w, handles); err != nil {
+	if err := fillPending(w, handles, farDelay); err != nil {
 		return nil, err
 	}
 	after, _ := measure.LiveMemory()
@@ -302,7 +326,7 @@ func burst(w wheel, n int, lead time.Duration) (map[string]float64, error) {
 // (none, or pending) and nothing due.
 func idle(w wheel, pending int, window time.Duration) (map[string]float64, error) {
 	handles := make([]any, pending)
-	if err := fillPending(w, handles); err != nil {
+	if err := fillPending(w, handles, farDelay); err != nil {
 		return nil, err
 	}
 	settle()
@@ -476,4 +500,59 @@ func contexts(w wheel, c contexter, ops int, serving bool) (map[string]float64, 
 	err := w.flush(ops, r.Elapsed())
 	r.End()
 	return perOp(&r, ops), err
+}
+
+// mixed runs n heartbeats every period, the i-th started i/n of a period
+// after the first so that something is due at nearly every tick, beside far
+// timeouts pending 1h..2h away (none, or far), and reports the process CPU
+// per second and per run, and the runs per second, over window, after two
+// periods of warm-up and a settle. The far timeouts are scheduled, and
+// processed, before the heartbeats start.
+func mixed(w wheel, p periodic, n int, period time.Duration, far int, window time.Duration) (map[string]float64, error) {
+	handles := make([]any, far)
+	if err := fillPending(w, handles, mixedFarDelay); err != nil {
+		return nil, err
+	}
+	var runs atomic.Int64
+	f := func() { runs.Add(1) }
+	stops := make([]func(), 0, n)
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	base := time.Now()
+	for i := range n {
+		// Sleep only when a millisecond or more ahead: the phases are then
+		// within about a millisecond of i/n of a period, which puts
+		// something due at nearly every tick of 1ms and more.
+		if d := time.Until(base.Add(time.Duration(i) * period / time.Duration(n))); d >= time.Millisecond {
+			time.Sleep(d)
+		}
+		stop, err := p.every(period, f)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, stop)
+	}
+	time.Sleep(2 * period)
+	// The garbage of the fill is collected here; with the heartbeats
+	// running, the process may not get quiet, and settle then waits its
+	// half second.
+	settle()
+	runs0 := runs.Load()
+	var r measure.Window
+	r.Begin()
+	time.Sleep(window)
+	r.End()
+	got := runs.Load() - runs0
+	runtime.KeepAlive(handles)
+	secs := r.Wall.Seconds()
+	return map[string]float64{
+		"cpu_ms_per_s":        measure.Millis(r.CPU) / secs,
+		"runs_per_s":          float64(got) / secs,
+		"expected_runs_per_s": float64(n) / period.Seconds(),
+		"cpu_ns_run":          float64(r.CPU.Nanoseconds()) / max(float64(got), 1),
+		"gcs_per_s":           float64(r.GCs) / secs,
+	}, nil
 }

@@ -30,12 +30,16 @@ type Info struct {
 
 // Describe describes this run: now, the command (run, such as
 // "cd benchmarks && go run .", followed by this process's arguments, each
-// absolute path among them written as pathPlaceholder), the Go version, and
-// the machine.
+// absolute path among them written as pathPlaceholder, and each other
+// quoted for the shell where it needs it), the Go version, and the machine.
 func Describe(run string) Info {
 	cmd := run
 	for _, a := range os.Args[1:] {
-		cmd += " " + withoutPath(a)
+		w := withoutPath(a)
+		if w == a {
+			w = shellQuote(a)
+		}
+		cmd += " " + w
 	}
 	return Info{
 		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
@@ -52,6 +56,15 @@ func Describe(run string) Info {
 // as the directory of -out "$(mktemp -d)": a report names no directory of
 // the machine it ran on.
 const pathPlaceholder = "<path>"
+
+// shellQuote returns a as a shell reads it back: as it is if it holds
+// nothing the shell would split or expand, else in single quotes.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:=/@%+") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
 
 // withoutPath returns the argument a, or its value after "=", as
 // pathPlaceholder if it is an absolute path.

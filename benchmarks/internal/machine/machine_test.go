@@ -20,3 +20,20 @@ func TestWithoutPathHidesAbsolutePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestShellQuote checks that a report's command quotes an argument the
+// shell would split or expand, and only such an argument.
+func TestShellQuote(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"-ticks", "-ticks"},
+		{"1ms,10ms,100ms", "1ms,10ms,100ms"},
+		{"-out=../docs", "-out=../docs"},
+		{"hashedwheel 1f0fbed (no levels)", "'hashedwheel 1f0fbed (no levels)'"},
+		{"it's", `'it'\''s'`},
+		{"", "''"},
+	} {
+		if got := shellQuote(tc.arg); got != tc.want {
+			t.Errorf("shellQuote(%q) = %q, want %q", tc.arg, got, tc.want)
+		}
+	}
+}
