@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -183,6 +184,111 @@ func TestFarTimeoutWaitsInALevelSoAnEarlierResetNeedsNoMove(t *testing.T) {
 		// Looked at when it was placed, then once a level on its way down.
 		assert.LessOrEqual(t, tm.Stats().Ticks, uint64(8), "ticks processed")
 	})
+}
+
+// where returns the level a timeout held in the wheel waits in, and the
+// start of its slot (its bucket's tick, in the wheel), read back as
+// beforeCheck reads it.
+func where(tm *Timer, to *Timeout) (level int, check int64) {
+	s := to.lock()
+	defer to.unlock(s)
+	level = s.level()
+	var shift uint
+	if level > 0 {
+		shift = tm.levelShift(level)
+	}
+	unit := to.deadline / tm.conf.tickDuration >> shift
+	return level, (unit - int64(uint32(unit)-to.checkTick)) << shift
+}
+
+// occupiedSlots counts the slots of the levels above the wheel that their
+// occupancy marks, and checks each mark against the slot's list.
+func occupiedSlots(t *testing.T, tm *Timer) int {
+	n := 0
+	for k, l := range tm.wheel.levels {
+		for i := 0; l != nil && i < levelSlots; i++ {
+			marked := l.occupied&(1<<i) != 0
+			require.Equal(t, l.slots[i].head != nil, marked, "level %d, slot %d: occupancy", k+1, i)
+			if marked {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestFarTimeoutMovesDownAtItsSlotsStartAndACancelThenUnlinksIt follows a
+// timeout due at tick 4095 on an 8-bucket wheel of 10ms ticks: it waits in
+// level 2 in the slot that starts at tick 3584, in level 1 from there in the
+// slot that starts at tick 4088, in the wheel's bucket of tick 4095 from
+// there, and runs at its end. A Cancel in the tick of a move down (before
+// the worker processes it), or just after it, is taken in at the end of that
+// tick: the timeout leaves whatever slot or bucket it is in then, and the
+// levels hold nothing.
+func TestFarTimeoutMovesDownAtItsSlotsStartAndACancelThenUnlinksIt(t *testing.T) {
+	const tick = 10 * time.Millisecond
+	for _, cancelAt := range []time.Duration{0, 3584*tick + tick/2, 3585 * tick, 4088*tick + tick/2, 4089 * tick} {
+		name := fmt.Sprintf("cancelled at %v", cancelAt)
+		if cancelAt == 0 {
+			name = "not cancelled"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(8))
+				require.NoError(t, err)
+				defer tm.Stop()
+				start := time.Now()
+				ranAt := make(chan time.Duration, 1)
+				to, err := tm.AfterFunc(4095*tick+tick/2, func() { ranAt <- time.Since(start) })
+				require.NoError(t, err)
+				synctest.Wait()
+				steps := []struct {
+					at           time.Duration // the clock, since start
+					level        int
+					check        int64
+					linked, used int // timeouts in the wheel, slots marked occupied
+				}{
+					{0, 2, 3584, 1, 1},
+					{3584*tick + tick - 1, 2, 3584, 1, 1},
+					{3585 * tick, 1, 4088, 1, 1},
+					{4089*tick - 1, 1, 4088, 1, 1},
+					{4089 * tick, 0, 4095, 1, 0},
+				}
+				cancelled := false
+				for _, st := range steps {
+					if !cancelled && cancelAt > 0 && cancelAt <= st.at {
+						time.Sleep(cancelAt - time.Since(start))
+						synctest.Wait()
+						require.True(t, to.Cancel())
+						cancelled = true
+						// Taken in at the end of this tick.
+						time.Sleep((cancelAt/tick+1)*tick - time.Since(start))
+						synctest.Wait()
+						assert.Zero(t, linked(tm), "timeouts in the wheel once the cancel is taken in")
+						assert.Zero(t, occupiedSlots(t, tm), "slots marked occupied")
+					}
+					if cancelled {
+						continue
+					}
+					time.Sleep(st.at - time.Since(start))
+					synctest.Wait()
+					level, check := where(tm, to)
+					assert.Equal(t, st.level, level, "at %v: the level", st.at)
+					assert.Equal(t, st.check, check, "at %v: the start of its slot", st.at)
+					assert.Equal(t, st.linked, linked(tm), "at %v: timeouts in the wheel", st.at)
+					assert.Equal(t, st.used, occupiedSlots(t, tm), "at %v: slots marked occupied", st.at)
+				}
+				time.Sleep(4096*tick - time.Since(start))
+				synctest.Wait()
+				if cancelled {
+					assert.Empty(t, ranAt)
+					assert.Equal(t, uint64(1), tm.Stats().Cancelled)
+					return
+				}
+				assert.Equal(t, 4096*tick, <-ranAt)
+			})
+		})
+	}
 }
 
 func TestGuarantee8SkippedTicksGetAFreshTransferBudget(t *testing.T) {
