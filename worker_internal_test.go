@@ -186,35 +186,56 @@ func TestFarTimeoutWaitsInALevelSoAnEarlierResetNeedsNoMove(t *testing.T) {
 	})
 }
 
-// where returns the level a timeout held in the wheel waits in, and the
-// start of its slot (its bucket's tick, in the wheel), read back as
-// beforeCheck reads it.
-func where(tm *Timer, to *Timeout) (level int, check int64) {
-	s := to.lock()
-	defer to.unlock(s)
-	level = s.level()
-	var shift uint
-	if level > 0 {
-		shift = tm.levelShift(level)
-	}
-	unit := to.deadline / tm.conf.tickDuration >> shift
-	return level, (unit - int64(uint32(unit)-to.checkTick)) << shift
+// wheelView is where a timeout waits in the wheel, read on the worker
+// goroutine (see probeWheel): its level, the start of its slot (its
+// bucket's tick, in the wheel), the timeouts the wheel and its levels hold,
+// the slots marked occupied, and any slot whose mark disagrees with its
+// list.
+type wheelView struct {
+	level        int
+	check        int64
+	linked, used int
+	badMark      string
 }
 
-// occupiedSlots counts the slots of the levels above the wheel that their
-// occupancy marks, and checks each mark against the slot's list.
-func occupiedSlots(t *testing.T, tm *Timer) int {
-	n := 0
-	for k, l := range tm.wheel.levels {
-		for i := 0; l != nil && i < levelSlots; i++ {
-			marked := l.occupied&(1<<i) != 0
-			require.Equal(t, l.slots[i].head != nil, marked, "level %d, slot %d: occupancy", k+1, i)
-			if marked {
-				n++
+// probeWheel returns, read on the worker by a task due in tick p (which
+// runs as the worker processes that tick, after it has taken in the changes
+// and moved down what starts there, and which has left the wheel as it
+// runs), where to waits, and what the wheel holds.
+func probeWheel(t *testing.T, tm *Timer, to *Timeout, p int64) wheelView {
+	t.Helper()
+	got := make(chan wheelView, 1)
+	tick := time.Duration(tm.conf.tickDuration)
+	_, err := tm.AfterFunc(time.Duration(p)*tick-time.Duration(tm.elapsed()), func() {
+		var v wheelView
+		s := to.lock()
+		v.level = s.level()
+		var shift uint
+		if v.level > 0 {
+			shift = tm.levelShift(v.level)
+		}
+		unit := to.deadline / tm.conf.tickDuration >> shift
+		v.check = (unit - int64(uint32(unit)-to.checkTick)) << shift
+		to.unlock(s)
+		v.linked = linked(tm)
+		for k, l := range tm.wheel.levels {
+			for i := 0; l != nil && i < levelSlots; i++ {
+				marked := l.occupied&(1<<i) != 0
+				if marked != (l.slots[i].head != nil) {
+					v.badMark = fmt.Sprintf("level %d, slot %d: marked %v", k+1, i, marked)
+				}
+				if marked {
+					v.used++
+				}
 			}
 		}
-	}
-	return n
+		got <- v
+	})
+	require.NoError(t, err)
+	time.Sleep(time.Duration(p+1)*tick - time.Duration(tm.elapsed()))
+	synctest.Wait()
+	require.Len(t, got, 1, "the probe due in tick %d did not run", p)
+	return <-got
 }
 
 // TestFarTimeoutMovesDownAtItsSlotsStartAndACancelThenUnlinksIt follows a
@@ -241,46 +262,35 @@ func TestFarTimeoutMovesDownAtItsSlotsStartAndACancelThenUnlinksIt(t *testing.T)
 				ranAt := make(chan time.Duration, 1)
 				to, err := tm.AfterFunc(4095*tick+tick/2, func() { ranAt <- time.Since(start) })
 				require.NoError(t, err)
-				synctest.Wait()
 				steps := []struct {
-					at           time.Duration // the clock, since start
-					level        int
-					check        int64
-					linked, used int // timeouts in the wheel, slots marked occupied
+					probe int64 // the tick the probe is due in
+					want  wheelView
 				}{
-					{0, 2, 3584, 1, 1},
-					{3584*tick + tick - 1, 2, 3584, 1, 1},
-					{3585 * tick, 1, 4088, 1, 1},
-					{4089*tick - 1, 1, 4088, 1, 1},
-					{4089 * tick, 0, 4095, 1, 0},
+					{0, wheelView{level: 2, check: 3584, linked: 1, used: 1}},
+					{3583, wheelView{level: 2, check: 3584, linked: 1, used: 1}}, // the tick before its move
+					{3584, wheelView{level: 1, check: 4088, linked: 1, used: 1}}, // moved down into level 1
+					{4087, wheelView{level: 1, check: 4088, linked: 1, used: 1}},
+					{4088, wheelView{level: 0, check: 4095, linked: 1, used: 0}}, // moved down into the wheel
+					{4094, wheelView{level: 0, check: 4095, linked: 1, used: 0}},
 				}
-				cancelled := false
 				for _, st := range steps {
-					if !cancelled && cancelAt > 0 && cancelAt <= st.at {
+					if cancelAt > 0 && int64(cancelAt/tick) <= st.probe {
 						time.Sleep(cancelAt - time.Since(start))
-						synctest.Wait()
+						synctest.Wait() // the worker first, if it wakes at this instant too
 						require.True(t, to.Cancel())
-						cancelled = true
-						// Taken in at the end of this tick.
-						time.Sleep((cancelAt/tick+1)*tick - time.Since(start))
-						synctest.Wait()
-						assert.Zero(t, linked(tm), "timeouts in the wheel once the cancel is taken in")
-						assert.Zero(t, occupiedSlots(t, tm), "slots marked occupied")
+						// Taken in as the worker processes this tick.
+						v := probeWheel(t, tm, to, int64(cancelAt/tick))
+						assert.Zero(t, v.linked, "timeouts in the wheel once the cancel is taken in")
+						assert.Zero(t, v.used, "slots marked occupied")
+						assert.Empty(t, v.badMark)
+						break
 					}
-					if cancelled {
-						continue
-					}
-					time.Sleep(st.at - time.Since(start))
-					synctest.Wait()
-					level, check := where(tm, to)
-					assert.Equal(t, st.level, level, "at %v: the level", st.at)
-					assert.Equal(t, st.check, check, "at %v: the start of its slot", st.at)
-					assert.Equal(t, st.linked, linked(tm), "at %v: timeouts in the wheel", st.at)
-					assert.Equal(t, st.used, occupiedSlots(t, tm), "at %v: slots marked occupied", st.at)
+					v := probeWheel(t, tm, to, st.probe)
+					assert.Equal(t, st.want, v, "as the worker processes tick %d", st.probe)
 				}
 				time.Sleep(4096*tick - time.Since(start))
 				synctest.Wait()
-				if cancelled {
+				if cancelAt > 0 {
 					assert.Empty(t, ranAt)
 					assert.Equal(t, uint64(1), tm.Stats().Cancelled)
 					return
