@@ -1117,7 +1117,7 @@ func (a *soakArm) Run(to *hashedwheel.Timeout) {
 		if x == 0 {
 			tm = a.r.tms[rand.IntN(len(a.r.tms))]
 		}
-		if a.r.arm(s, tm, a.r.delay()) == nil {
+		if a.r.arm(s, tm, soakReuseDelay()) == nil {
 			n.armedInRun.Add(1)
 			switch rand.IntN(8) {
 			case 0:
