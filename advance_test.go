@@ -3,6 +3,7 @@ package hashedwheel_test
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -506,3 +507,100 @@ func TestGuarantee20StatsAreAtMostOneCallBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestGuarantee18AdvanceJumpsADayAcrossLevels: on a Timer made WithoutWorker
+// with a 1ms tick and 8 buckets, where levels 1 to 4 have slots of 8ms,
+// 512ms, 32.768s and 34m57s, one Advance a day after the start runs, across
+// the starts of all those slots, every timeout due by then, each once,
+// tick by tick in the order of their deadlines, none early, in time that
+// grows with what is due; the ones due later stay pending. NextDeadline,
+// before and after, is never later than the end of the tick of the next
+// run, and an owner that follows it runs the later ones at their ticks,
+// with a call per level at most in between.
+func TestGuarantee18AdvanceJumpsADayAcrossLevels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ms = time.Millisecond
+		const day = 24 * time.Hour
+		tm := newTimer(t, hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(ms),
+			hashedwheel.WithTicksPerWheel(8))
+		start := time.Now()
+		rng := rand.New(rand.NewPCG(5, 6))
+		var deadlines []time.Duration
+		for _, span := range []time.Duration{8 * ms, 512 * ms, 32768 * ms, 1 << 21 * ms, 1 << 27 * ms} {
+			deadlines = append(deadlines, span-ms, span, span+ms, span*64-ms, span*64, span*3+ms/2)
+		}
+		for range 100 {
+			deadlines = append(deadlines, time.Duration(rng.Int64N(int64(day))))
+		}
+		deadlines = append(deadlines, time.Hour, day-ms, day-1, day, day+ms, 2*day, 365*day)
+		var order []int
+		ranAt := make([][]time.Duration, len(deadlines))
+		first := time.Duration(math.MaxInt64)
+		for i, d := range deadlines {
+			mustSchedule(t, tm, d, func() {
+				order = append(order, i)
+				ranAt[i] = append(ranAt[i], time.Since(start))
+			})
+			first = min(first, d)
+		}
+		at, ok := tm.NextDeadline()
+		require.True(t, ok)
+		assert.False(t, at.After(start.Add(runEnd1ms(first))), "NextDeadline %v, later than the first run", at.Sub(start))
+
+		time.Sleep(day)
+		n := advance(t, tm)
+		var want []int
+		for i, d := range deadlines {
+			if runEnd1ms(d) <= day {
+				want = append(want, i)
+			}
+		}
+		assert.Equal(t, len(want), n, "runs that Advance reports")
+		assert.ElementsMatch(t, want, order, "the timeouts due by the day")
+		tickOf := func(ids []int) []time.Duration {
+			var ts []time.Duration
+			for _, id := range ids {
+				ts = append(ts, deadlines[id]/ms)
+			}
+			return ts
+		}
+		assert.True(t, slices.IsSorted(tickOf(order)), "runs in the order of their ticks: %v", tickOf(order))
+		for _, i := range want {
+			assert.Equal(t, []time.Duration{day}, ranAt[i], "timeout %d, due at %v", i, deadlines[i])
+		}
+		s := tm.Stats()
+		t.Logf("ticks processed for a day: %d, for %d runs", s.Ticks, n)
+		assert.Less(t, s.Ticks, uint64(4*len(deadlines)), "ticks processed for a day of 1ms ticks")
+
+		// The rest, in the order of their deadlines, following NextDeadline.
+		var rest []int
+		for i, d := range deadlines {
+			if runEnd1ms(d) > day {
+				rest = append(rest, i)
+			}
+		}
+		slices.SortFunc(rest, func(a, b int) int { return int(deadlines[a] - deadlines[b]) })
+		calls := 0
+		for _, i := range rest {
+			d := deadlines[i]
+			for len(ranAt[i]) == 0 {
+				at, ok := tm.NextDeadline()
+				require.True(t, ok, "nothing pending, but timeout %d (due at %v) has not run", i, d)
+				require.False(t, at.After(start.Add(runEnd1ms(d))), "NextDeadline %v, later than the run of "+
+					"timeout %d at %v", at.Sub(start), i, runEnd1ms(d))
+				time.Sleep(time.Until(at))
+				advance(t, tm)
+				calls++
+			}
+			assert.Equal(t, []time.Duration{runEnd1ms(d)}, ranAt[i], "timeout %d, due at %v", i, d)
+		}
+		t.Logf("calls of Advance for the %d later ones: %d", len(rest), calls)
+		assert.LessOrEqual(t, calls, 7*len(rest), "calls of Advance: a move down per level and a run each, at most")
+		_, ok = tm.NextDeadline()
+		assert.False(t, ok, "nothing pending")
+	})
+}
+
+// runEnd1ms returns when a timeout with deadline d, since the timer started,
+// runs on a Timer of 1ms ticks.
+func runEnd1ms(d time.Duration) time.Duration { return (d/time.Millisecond + 1) * time.Millisecond }

@@ -3,6 +3,7 @@ package hashedwheel_test
 import (
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -131,4 +132,88 @@ func TestGuarantee13GoexitInCancelledDuringStopLosesNothing(t *testing.T) {
 		assert.Equal(t, []*hashedwheel.Timeout{b}, tm.Stop())
 		assert.Equal(t, int32(1), task.calls.Load(), "Cancelled calls")
 	})
+}
+
+// cancelClock is a CancelledTask that records when it ran and when it was
+// told, since start.
+type cancelClock struct {
+	start         time.Time
+	mu            sync.Mutex
+	ran, cancelAt []time.Duration
+}
+
+func (c *cancelClock) Run(*hashedwheel.Timeout) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ran = append(c.ran, time.Since(c.start))
+}
+
+func (c *cancelClock) Cancelled(*hashedwheel.Timeout) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelAt = append(c.cancelAt, time.Since(c.start))
+}
+
+// TestGuarantee13CancelledTaskIsToldOnceWhenCancelledAsItMovesDown: a
+// timeout due 40.955s ahead on the 8-bucket wheel of 10ms ticks (tick 4095)
+// waits in level 2, whose slots are 512 ticks wide, in the slot that starts
+// at tick 3584 (35.84s); the worker moves it down into level 1 (slots of 8
+// ticks) as it processes that tick, at 35.85s, then into the wheel as it
+// processes tick 4088 (40.88s), at 40.89s. Cancelled a nanosecond before the
+// tick of either move, in it (before the worker processes it), just after
+// it, or from a task that runs in that tick, after the move: Cancel returns
+// true, the task never runs, its Cancelled call comes once, at the end of
+// the tick of the Cancel, and nothing else moves: a timeout due a tick
+// earlier in the same slots runs at its tick.
+func TestGuarantee13CancelledTaskIsToldOnceWhenCancelledAsItMovesDown(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tt := range []struct {
+		name     string
+		at       time.Duration // when Cancel is called
+		fromTask bool          // from a task due at `at`, which runs at the end of its tick
+	}{
+		{"a nanosecond before the tick it leaves level 2", 35840*ms - 1, false},
+		{"in the tick it leaves level 2", 35845 * ms, false},
+		{"just after it left level 2", 35850 * ms, false},
+		{"from a task in the tick it leaves level 2", 35845 * ms, true},
+		{"a nanosecond before the tick it leaves level 1", 40880*ms - 1, false},
+		{"in the tick it leaves level 1", 40880 * ms, false},
+		{"just after it left level 1", 40890 * ms, false},
+		{"from a task in the tick it leaves level 1", 40889 * ms, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, start := startedTimer(t)
+				task := &cancelClock{start: start}
+				victim, err := tm.NewTimeout(task, 40955*ms)
+				require.NoError(t, err)
+				log := &runLog{start: start}
+				mustSchedule(t, tm, 40945*ms, log.record)
+
+				var cancelled atomic.Bool
+				var cancelAt time.Duration
+				if tt.fromTask {
+					mustSchedule(t, tm, tt.at, func() { cancelled.Store(victim.Cancel()) })
+					cancelAt = runEnd(tt.at)
+				} else {
+					time.Sleep(tt.at)
+					synctest.Wait() // the worker first, if it wakes at this instant too
+					cancelled.Store(victim.Cancel())
+					cancelAt = tt.at
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				require.True(t, cancelled.Load(), "Cancel of a pending timeout")
+				assert.False(t, victim.Cancel(), "a second Cancel")
+				task.mu.Lock()
+				defer task.mu.Unlock()
+				assert.Empty(t, task.ran, "a cancelled timeout ran")
+				assert.Equal(t, []time.Duration{runEnd(cancelAt)}, task.cancelAt,
+					"one Cancelled call, at the end of the tick of the Cancel")
+				assert.Equal(t, []time.Duration{runEnd(40945 * ms)}, log.runs(), "its neighbour")
+				assert.Zero(t, tm.PendingTimeouts())
+				assert.Equal(t, uint64(1), tm.Stats().Cancelled)
+			})
+		})
+	}
 }

@@ -222,6 +222,10 @@ type fuzzModel struct {
 	runs     int // records matched to a due timeout
 
 	trace []string // the operations so far, for failure messages
+
+	// far: FuzzTimerLevels, whose delays, periods and moves of the clock
+	// reach the levels above the wheel (see fuzz_levels_test.go).
+	far bool
 }
 
 func (m *fuzzModel) tracef(format string, args ...any) {
@@ -303,6 +307,9 @@ func (m *fuzzModel) op(in *fuzzInput) {
 // delay decodes a delay for NewTimeout or Reset: the edges of ticks, of
 // turns of the wheel and of the int64 range.
 func (m *fuzzModel) delay(b1, b2 byte) time.Duration {
+	if m.far && b1&0x80 != 0 {
+		return m.farDelay(b1, b2)
+	}
 	T, W := m.tick, m.wheel*m.tick
 	toBoundary := T - m.now%T // in (0, T]: to the start of the next tick
 	k := int64(b2%4) + 1
@@ -355,6 +362,9 @@ func (m *fuzzModel) delay(b1, b2 byte) time.Duration {
 // period decodes a period: around the tick, a turn of the wheel, and the
 // invalid ones.
 func (m *fuzzModel) period(b1, b2 byte) time.Duration {
+	if m.far && b1&0x80 != 0 {
+		return m.farPeriod(b1, b2)
+	}
 	T, W := m.tick, m.wheel*m.tick
 	k := int64(b2%3) + 1
 	var d int64
@@ -392,6 +402,9 @@ func (m *fuzzModel) period(b1, b2 byte) time.Duration {
 // every tick it missed), it moves at most 64 ticks, so that one execution
 // stays short.
 func (m *fuzzModel) advanceBy(b1, b2 byte) time.Duration {
+	if m.far && b1&0x80 != 0 {
+		return m.farAdvanceBy(b1, b2)
+	}
 	T, W := m.tick, m.wheel*m.tick
 	toBoundary := T - m.now%T
 	k := int64(b2%4) + 1

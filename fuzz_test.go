@@ -112,6 +112,45 @@ func FuzzTimerOwned(f *testing.F) {
 	})
 }
 
+// FuzzTimerLevels is FuzzTimer, FuzzTimerPool and FuzzTimerOwned (the
+// input's first byte picks which: bits 0-1, 0 and 3 the worker, 1 the pool,
+// 2 the owner; the rest of the input is theirs) with timeouts that cross the
+// levels above the wheel (issue 29): a timeout due beyond a turn of the
+// wheel waits in a level, in a slot of 64 times the width of the level
+// below (the wheel's span for level 1), and moves down a level at a time
+// as its slot's start comes. The model is theirs, and knows nothing of the
+// levels: a timeout runs at the end of the tick that holds its deadline,
+// however far. What changes is what the bytes decode to: a delay, a period
+// or a move of the fake clock whose first byte has bit 7 set is a far one
+// (see fuzzModel.farDelay, farPeriod and farAdvanceBy): at and around each
+// level's span and slots (the wheel's span times 64^j, plus or minus a tick
+// or a nanosecond, k slots of a level), at and around the start of the slot
+// that holds a timeout's deadline in a level (so that a Cancel or a Reset
+// comes in the tick the timeout moves down, just before or just after),
+// an hour, a day, a year, up to saturation. The clock may move by days in
+// one operation, also while a task blocks the worker or the owner (which
+// then catches up across the slots' starts at once); and the polling owner
+// may poll every hour or day, so that one Advance spans many slots' starts.
+// Other bytes decode as in FuzzTimer: old and far timeouts mix.
+//
+// The seeds in testdata/fuzz/FuzzTimerLevels start from hand-made
+// sequences on a wheel of 4 or 8 buckets of 1ms, where levels 1-4 are
+// minutes to days away: a deadline many levels out, Reset across levels
+// both ways and before and after its slot's start, Cancel in, just before
+// and just after the tick of its move down, a blocked worker caught up
+// across levels, and owners whose Advance jumps days.
+func FuzzTimerLevels(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		synctest.Test(t, func(t *testing.T) {
+			modes := [4]fuzzMode{fuzzWorker, fuzzPool, fuzzOwned, fuzzWorker}
+			runFuzzTimer(t, data[1:], modes[data[0]&3]|fuzzFar)
+		})
+	})
+}
+
 // fuzzMode is the driver of the fuzzed Timer.
 type fuzzMode int
 
@@ -119,6 +158,10 @@ const (
 	fuzzWorker fuzzMode = iota // its worker goroutine
 	fuzzPool                   // its worker, with WithTaskWorkers
 	fuzzOwned                  // WithoutWorker: an owner goroutine (fuzzOwner)
+
+	// fuzzFar, added to one of the above, is FuzzTimerLevels: the model
+	// decodes far delays, periods and moves of the clock too.
+	fuzzFar fuzzMode = 1 << 4
 )
 
 // maxFuzzOps bounds the operations one input runs, so that every execution
@@ -126,6 +169,8 @@ const (
 const maxFuzzOps = 64
 
 func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
+	far := mode&fuzzFar != 0
+	mode &^= fuzzFar
 	pool, owned := mode == fuzzPool, mode == fuzzOwned
 	in := &fuzzInput{data: data}
 	cfg := in.next()
@@ -146,12 +191,15 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 	}
 	m := &fuzzModel{t: t, tick: int64(tick), limit: limit, byTO: make(map[*hashedwheel.Timeout]*fuzzHandle),
 		latest: make(map[*hashedwheel.Timeout]*fuzzHandle), byTask: make(map[*fuzzTask]*fuzzHandle)}
-	m.pool, m.owned = pool, owned
+	m.pool, m.owned, m.far = pool, owned, far
 	if owned {
 		opts = append(opts, hashedwheel.WithoutWorker())
 		if style&1 != 0 {
 			polls := [4]time.Duration{tick, 2 * tick, 3*tick + tick/3, 5 * tick / 2}
 			m.poll = int64(polls[style>>1&3])
+			if far && style&0x10 != 0 {
+				m.poll = farPoll(style, int64(tick), int64(1)<<bitsFor(wheelArg))
+			}
 		}
 		m.callRuns = make(map[int64]int)
 		checkOwnedRefusesPool(t, 1+int(style>>3&1))
@@ -170,6 +218,9 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 	}
 	m.tracef("config tick=%v WithTicksPerWheel(%d) limit=%d executor=%v pool=%d owned=%v poll=%v", tick, wheelArg,
 		limit, m.hasExec, m.poolN, owned, time.Duration(m.poll))
+	if far {
+		m.tracef("FuzzTimerLevels: far delays, periods and moves of the clock")
+	}
 
 	tm, err := hashedwheel.NewTimer(opts...)
 	if err != nil {

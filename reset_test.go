@@ -253,3 +253,59 @@ func TestGuarantee11ResetLaterWhileTheWorkerLinksItIsNotLateByATurn(t *testing.T
 		tm.Stop()
 	}
 }
+
+// TestGuarantee11ResetAcrossLevels: Reset moves a timeout between the wheel
+// and the levels above it, and within them, either way, and it runs once,
+// at the end of its new deadline's tick, never before, and not at its old
+// one. On the 8-bucket wheel of 10ms ticks, level 1's slots are 80ms wide,
+// level 2's 5.12s, level 3's 327.68s and level 4's 5h49m; a timeout an hour
+// ahead (tick 360,000) waits in level 3, in the slot that starts at tick
+// 327,680 (54m36.8s), and from there in level 2, in the slot that starts at
+// tick 359,936. An earlier deadline before the start of its slot needs the
+// worker, one at or after it does not; both are kept.
+func TestGuarantee11ResetAcrossLevels(t *testing.T) {
+	const ms = time.Millisecond
+	const slot3, slot2 = 327_680 * jobTick, 359_936 * jobTick // the slots' starts
+	for _, tt := range []struct {
+		name    string
+		delay   time.Duration // scheduled at 0
+		resetAt time.Duration // since start
+		to      time.Duration // the new deadline, since start
+	}{
+		{"a day ahead, reset to 30ms: level 4 to the wheel", 24 * time.Hour, time.Second, time.Second + 30*ms},
+		{"30ms ahead, reset to a day: the wheel to level 4", 30 * ms, 10 * ms, 10*ms + 24*time.Hour},
+		{"an hour ahead, reset to a minute: level 3 to level 2", time.Hour, time.Second, time.Second + time.Minute},
+		{"a minute ahead, reset to an hour: level 2 to level 3", time.Minute, time.Second, time.Second + time.Hour},
+		{"a second ahead, reset to a year: level 1 to level 5", time.Second, 10 * ms, 10*ms + 365*24*time.Hour},
+		{"an hour ahead, reset to a nanosecond before its slot's start", time.Hour, time.Second, slot3 - 1},
+		{"an hour ahead, reset to its slot's start", time.Hour, time.Second, slot3},
+		{"an hour ahead, reset to after its slot's start", time.Hour, time.Second, 55 * time.Minute},
+		{"an hour ahead, reset in the tick of its move down", time.Hour, slot3 + 5*ms, slot3 + 5*ms + time.Second},
+		{"an hour ahead, reset just after its move down to before its new slot's start", time.Hour, slot3 + jobTick,
+			slot2 - 1},
+		{"an hour ahead, reset just after its move down to after its new slot's start", time.Hour, slot3 + jobTick,
+			slot2 + 5*ms},
+		{"an hour ahead, reset just after its move down to a day", time.Hour, slot3 + jobTick, 24 * time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, start := startedTimer(t)
+				log := &runLog{start: start}
+				to := mustSchedule(t, tm, tt.delay, log.record)
+				time.Sleep(tt.resetAt)
+				synctest.Wait() // the worker first, if it wakes at this instant too
+				require.True(t, to.Reset(tt.to-tt.resetAt))
+				assert.Equal(t, start.Add(tt.to), to.Deadline())
+				want := runEnd(tt.to)
+				time.Sleep(want - tt.resetAt - time.Nanosecond)
+				synctest.Wait()
+				assert.Empty(t, log.runs(), "ran before the end of its new deadline's tick")
+				time.Sleep(max(tt.delay, tt.to) + time.Hour)
+				synctest.Wait()
+				assert.Equal(t, []time.Duration{want}, log.runs())
+				assert.True(t, to.IsExpired())
+				assert.Zero(t, tm.PendingTimeouts())
+			})
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -51,6 +52,14 @@ var soakFor = flag.Duration("soak", 0,
 //
 // The configuration "churn" also checks that the heap does not grow: the heap
 // after a GC at the end is within 10% of the heap after a GC once warmed up.
+//
+// The configurations "levels..." run wheels of 1 to 16 buckets, above which
+// the slots of the levels start every millisecond or so (level 1) to every
+// second (level 2), with delays at and around the levels' spans and slots'
+// starts (see soakLevelDelay), and Reset across them both ways: timeouts
+// move down while Cancel and Reset race them. A task now and then holds the
+// worker (the owner, or a pool goroutine) for up to 300ms, across the starts
+// of many slots, after which it catches up.
 //
 // The configurations "reuse-..." arm Timeouts that the soak owns with
 // Schedule and ScheduleAt instead, round after round (see soakReuse):
@@ -168,6 +177,11 @@ type soakConfig struct {
 	// returns after its Timer has stopped. Stop does not wait for the runs
 	// of an executor.
 	aside bool
+
+	// levels: the delays cross the levels above the wheel (see
+	// soakLevelDelay), and a task now and then holds the worker (or the
+	// owner, or a pool goroutine) across the starts of their slots.
+	levels bool
 }
 
 // soakExec is a task executor that runs tasks on goroutines of its own, and
@@ -227,6 +241,14 @@ func soakConfigs() []soakConfig {
 		// (Schedule refuses it while the run is out).
 		{name: "reuse-two-timers", producers: 4, reuse: true, opts: with(),
 			second: []func(*soakExec) []hashedwheel.Option{with(hashedwheel.WithTaskWorkers(2))}},
+		// Timeouts across the levels above small wheels (see soakLevelDelay),
+		// whose slots start every few milliseconds to every few seconds.
+		{name: "levels", producers: 4, levels: true, periodic: true, opts: with(hashedwheel.WithTicksPerWheel(16))},
+		{name: "levels-owned", producers: 4, levels: true, periodic: true, owned: true,
+			opts: with(hashedwheel.WithTicksPerWheel(8), hashedwheel.WithoutWorker())},
+		{name: "levels-pool", producers: 4, levels: true,
+			opts: with(hashedwheel.WithTicksPerWheel(4), hashedwheel.WithTaskWorkers(2))},
+		{name: "levels-reuse", producers: 4, reuse: true, levels: true, opts: with(hashedwheel.WithTicksPerWheel(1))},
 	}
 }
 
@@ -287,6 +309,7 @@ const (
 	soakPlain = iota
 	soakPanic // the task panics
 	soakStop  // the task stops its timer
+	soakHold  // the task holds its goroutine for a while (see soakHoldFor)
 )
 
 func (r *soakRec) Run(to *hashedwheel.Timeout) {
@@ -329,6 +352,8 @@ func (r *soakRec) Run(to *hashedwheel.Timeout) {
 		panic("soak: a task panics")
 	case soakStop:
 		to.Timer().Stop()
+	case soakHold:
+		time.Sleep(soakHoldFor())
 	}
 }
 
@@ -381,6 +406,10 @@ type soakProducer struct {
 	ops       int64
 	lastSweep time.Time
 
+	// levels is the turn of the wheel if the delays cross the levels above
+	// it (soakLevelDelay), 0 otherwise.
+	levels time.Duration
+
 	lastLateSweep time.Time
 }
 
@@ -394,6 +423,9 @@ const soakMaxLong = 32
 // delay draws a delay: mostly a few ticks, sometimes zero or negative,
 // sometimes an hour (those are cancelled, or returned by Stop).
 func (p *soakProducer) delay() time.Duration {
+	if p.levels > 0 {
+		return soakLevelDelay(p.rng, p.levels)
+	}
 	switch x := p.rng.IntN(100); {
 	case x < 5:
 		return -time.Duration(p.rng.IntN(1000))
@@ -412,6 +444,9 @@ func (p *soakProducer) delay() time.Duration {
 // once the timer is stopped.
 func (p *soakProducer) step(kind int) bool {
 	d := p.delay()
+	if kind == soakHold {
+		d = time.Duration(p.rng.Int64N(int64(10 * time.Millisecond)))
+	}
 	r := &soakRec{n: p.n, kind: kind}
 	var task hashedwheel.TimerTask = r
 	if p.rng.IntN(2) == 0 {
@@ -420,6 +455,9 @@ func (p *soakProducer) step(kind int) bool {
 	periodic := p.periodic && p.rng.IntN(8) == 0
 	if periodic {
 		d = time.Duration(1+p.rng.IntN(8)) * time.Millisecond
+		if p.levels > 0 && p.rng.IntN(2) == 0 {
+			d = soakLevelPeriod(p.rng, p.levels)
+		}
 		r.period = d
 		r.selfCancel = int32(p.rng.IntN(20))
 	}
@@ -655,8 +693,9 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 	var wg sync.WaitGroup
 	for i := range producers {
 		p := &soakProducer{tm: tm, n: n, rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano()))),
-			limit: c.limit, periodic: c.periodic, cancels: cancels, lastSweep: time.Now()}
+			limit: c.limit, periodic: c.periodic, cancels: cancels, lastSweep: time.Now(), levels: soakTurn(c, tm)}
 		producers[i] = p
+		lastHold := time.Now()
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				for behind.Load() && time.Now().Before(end) {
@@ -674,6 +713,9 @@ func soakContinuous(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) 
 					kind := soakPlain
 					if p.rng.IntN(2000) == 0 {
 						kind = soakPanic
+					}
+					if c.levels && i == 0 && time.Since(lastHold) > soakHoldEvery {
+						kind, lastHold = soakHold, time.Now()
 					}
 					p.step(kind)
 				}
@@ -1044,6 +1086,10 @@ type soakReuseRound struct {
 	tms    []*hashedwheel.Timer
 	behind *atomic.Bool // the first Timer's worker is behind (see soakPace)
 	done   atomic.Bool  // the Timers are stopped: producers end
+
+	// levels is the turn of the first Timer's wheel if the delays cross the
+	// levels above it (see soakReuseRound.delay), 0 otherwise.
+	levels time.Duration
 }
 
 func (a *soakArm) Run(to *hashedwheel.Timeout) {
@@ -1089,7 +1135,7 @@ func (a *soakArm) Run(to *hashedwheel.Timeout) {
 			case 0:
 				a.r.cancel(s)
 			case 1, 2:
-				a.r.reset(s, soakReuseDelay())
+				a.r.reset(s, a.r.delay())
 			}
 		}
 	}
@@ -1116,7 +1162,7 @@ func (c soakArmCallback) Cancelled(to *hashedwheel.Timeout) {
 	c.r.n.callbacks.Add(1)
 	// No Schedule could arm the Timeout until this call; from here on one
 	// may, this one too.
-	if rand.IntN(4) == 0 && c.r.arm(c.s, to.Timer(), soakReuseDelay()) == nil {
+	if rand.IntN(4) == 0 && c.r.arm(c.s, to.Timer(), c.r.delay()) == nil {
 		c.r.n.armedInRun.Add(1)
 	}
 }
@@ -1267,11 +1313,11 @@ func (r *soakReuseRound) produce(slots []soakSlot) {
 		tm := r.tms[rand.IntN(len(r.tms))]
 		switch x := rand.IntN(100); {
 		case x < 60:
-			r.arm(s, tm, soakReuseDelay())
+			r.arm(s, tm, r.delay())
 		case x < 70:
 			r.cancel(s)
 		case x < 85:
-			r.reset(s, soakReuseDelay())
+			r.reset(s, r.delay())
 		case x < 93:
 			// Schedule and Cancel, as a request deadline is: on its own
 			// Timer the Timeout stays where it is, and the next
@@ -1284,7 +1330,7 @@ func (r *soakReuseRound) produce(slots []soakSlot) {
 			// on another one, ErrTimeoutPending until its Timer has
 			// taken the cancel in.
 			r.cancel(s)
-			r.arm(s, tm, soakReuseDelay())
+			r.arm(s, tm, r.delay())
 		}
 	}
 }
@@ -1314,6 +1360,7 @@ func soakReuse(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 			stops = append(stops, make(chan chan<- []*hashedwheel.Timeout))
 			owners = append(owners, soakOwn(tm, c.owned, stops[len(stops)-1]))
 		}
+		r.levels = soakTurn(c, r.tms[0])
 		for i := range slots {
 			s := &slots[i]
 			s.armed.Store(0)
@@ -1425,4 +1472,104 @@ func soakReuseAccount(t *testing.T, c soakConfig, r *soakReuseRound, slots []soa
 		t.Errorf("%s: Stats say %d expired and %d cancelled; the tasks ran %d times, Cancel returned true %d times, "+
 			"Stop returned %d and %d ended cancelled aside", c.name, expired, cancelled, runs, cancels, inStop, asideHere)
 	}
+}
+
+// soakTurn returns the turn of tm's wheel (its buckets times the 1ms tick
+// of soakBaseOpts) for a configuration whose delays cross the levels above
+// it, 0 for the others.
+func soakTurn(c soakConfig, tm *hashedwheel.Timer) time.Duration {
+	if !c.levels {
+		return 0
+	}
+	return time.Duration(tm.TicksPerWheel()) * time.Millisecond
+}
+
+// soakRand is what the delays draw from: a producer's generator, or the
+// global one (soakGlobalRand).
+type soakRand interface {
+	IntN(n int) int
+	Int64N(n int64) int64
+}
+
+// soakGlobalRand draws from math/rand/v2's global generator.
+type soakGlobalRand struct{}
+
+func (soakGlobalRand) IntN(n int) int       { return rand.IntN(n) }
+func (soakGlobalRand) Int64N(n int64) int64 { return rand.Int64N(n) }
+
+// soakLevelDelay draws a delay that crosses the levels above a wheel whose
+// turn is turn. Level j >= 1 has 64 slots, each turn*64^(j-1) wide, and a
+// timeout due beyond a turn waits in the slot of its deadline in the lowest
+// level whose span holds it, until the worker moves it down at the slot's
+// start: on the wheels of 1 to 4 buckets of the levels configurations,
+// slots of level 1 start every 1-4ms, of level 2 every 64-256ms, of level 3
+// every 4-16s. The delays are mostly within a few of a level's spans, many
+// at or a tick or a nanosecond from a level's span or from k of its slots,
+// so that timeouts are due, cancelled and reset as their slots come up;
+// some an hour, a day, a year or saturated, which are cancelled, or
+// returned by Stop.
+func soakLevelDelay(rng soakRand, turn time.Duration) time.Duration {
+	span := func(j int) time.Duration { // of level j, turn for j = 0
+		s := turn
+		for range j {
+			s *= 64
+		}
+		return s
+	}
+	switch x := rng.IntN(100); {
+	case x < 5:
+		return -time.Duration(rng.IntN(1000))
+	case x < 10:
+		return 0
+	case x < 20:
+		return time.Duration(rng.Int64N(int64(2 * turn)))
+	case x < 40:
+		return time.Duration(rng.Int64N(int64(span(1))))
+	case x < 55:
+		return time.Duration(rng.Int64N(int64(min(span(2), 2*time.Second))))
+	case x < 80:
+		// At a level's span or k of its slots, or next to it.
+		j := rng.IntN(3)
+		d := span(j)
+		if k := rng.IntN(4); k > 0 && j > 0 {
+			d = span(j-1) * time.Duration(k*rng.IntN(16)+1)
+		}
+		return d + [...]time.Duration{0, time.Millisecond, -time.Millisecond, 1, -1}[rng.IntN(5)]
+	case x < 88:
+		return time.Hour
+	case x < 94:
+		return 24 * time.Hour
+	case x < 98:
+		return 365 * 24 * time.Hour
+	default:
+		return math.MaxInt64
+	}
+}
+
+// soakLevelPeriod draws the period of a periodic timeout whose runs are due
+// beyond a turn of the wheel: about a level 1 span (64 turns), a tick either
+// side or a third of one more, so that each is re-armed into a level and
+// moved down from there.
+func soakLevelPeriod(rng soakRand, turn time.Duration) time.Duration {
+	return 64*turn + [...]time.Duration{0, time.Millisecond, -time.Millisecond, time.Millisecond / 3}[rng.IntN(4)]
+}
+
+// soakHoldEvery is how often the first producer of a levels configuration
+// schedules a task that holds its goroutine for soakHoldFor: the worker (or
+// the owner, or a pool goroutine) then misses the starts of the slots of
+// level 1, and of level 2 now and then, and catches up across them.
+const soakHoldEvery = 250 * time.Millisecond
+
+// soakHoldFor draws how long a soakHold task holds its goroutine.
+func soakHoldFor() time.Duration {
+	return time.Duration(10+rand.IntN(290)) * time.Millisecond
+}
+
+// delay draws the delay of an arm or a Reset: soakReuseDelay's, or, if the
+// round's delays cross the levels, half of the time soakLevelDelay's.
+func (r *soakReuseRound) delay() time.Duration {
+	if r.levels > 0 && rand.IntN(2) == 0 {
+		return soakLevelDelay(soakGlobalRand{}, r.levels)
+	}
+	return soakReuseDelay()
 }

@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"testing"
@@ -183,6 +184,121 @@ func TestFarTimeoutWaitsInALevelSoAnEarlierResetNeedsNoMove(t *testing.T) {
 		// Looked at when it was placed, then once a level on its way down.
 		assert.LessOrEqual(t, tm.Stats().Ticks, uint64(8), "ticks processed")
 	})
+}
+
+// wheelView is where a timeout waits in the wheel, read on the worker
+// goroutine (see probeWheel): its level, the start of its slot (its
+// bucket's tick, in the wheel), the timeouts the wheel and its levels hold,
+// the slots marked occupied, and any slot whose mark disagrees with its
+// list.
+type wheelView struct {
+	level        int
+	check        int64
+	linked, used int
+	badMark      string
+}
+
+// probeWheel returns, read on the worker by a task due in tick p (which
+// runs as the worker processes that tick, after it has taken in the changes
+// and moved down what starts there, and which has left the wheel as it
+// runs), where to waits, and what the wheel holds.
+func probeWheel(t *testing.T, tm *Timer, to *Timeout, p int64) wheelView {
+	t.Helper()
+	got := make(chan wheelView, 1)
+	tick := time.Duration(tm.conf.tickDuration)
+	_, err := tm.AfterFunc(time.Duration(p)*tick-time.Duration(tm.elapsed()), func() {
+		var v wheelView
+		s := to.lock()
+		v.level = s.level()
+		var shift uint
+		if v.level > 0 {
+			shift = tm.levelShift(v.level)
+		}
+		unit := to.deadline / tm.conf.tickDuration >> shift
+		v.check = (unit - int64(uint32(unit)-to.checkTick)) << shift
+		to.unlock(s)
+		v.linked = linked(tm)
+		for k, l := range tm.wheel.levels {
+			for i := 0; l != nil && i < levelSlots; i++ {
+				marked := l.occupied&(1<<i) != 0
+				if marked != (l.slots[i].head != nil) {
+					v.badMark = fmt.Sprintf("level %d, slot %d: marked %v", k+1, i, marked)
+				}
+				if marked {
+					v.used++
+				}
+			}
+		}
+		got <- v
+	})
+	require.NoError(t, err)
+	time.Sleep(time.Duration(p+1)*tick - time.Duration(tm.elapsed()))
+	synctest.Wait()
+	require.Len(t, got, 1, "the probe due in tick %d did not run", p)
+	return <-got
+}
+
+// TestFarTimeoutMovesDownAtItsSlotsStartAndACancelThenUnlinksIt follows a
+// timeout due at tick 4095 on an 8-bucket wheel of 10ms ticks: it waits in
+// level 2 in the slot that starts at tick 3584, in level 1 from there in the
+// slot that starts at tick 4088, in the wheel's bucket of tick 4095 from
+// there, and runs at its end. A Cancel in the tick of a move down (before
+// the worker processes it), or just after it, is taken in at the end of that
+// tick: the timeout leaves whatever slot or bucket it is in then, and the
+// levels hold nothing.
+func TestFarTimeoutMovesDownAtItsSlotsStartAndACancelThenUnlinksIt(t *testing.T) {
+	const tick = 10 * time.Millisecond
+	for _, cancelAt := range []time.Duration{0, 3584*tick + tick/2, 3585 * tick, 4088*tick + tick/2, 4089 * tick} {
+		name := fmt.Sprintf("cancelled at %v", cancelAt)
+		if cancelAt == 0 {
+			name = "not cancelled"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, err := NewTimer(WithTickDuration(tick), WithTicksPerWheel(8))
+				require.NoError(t, err)
+				defer tm.Stop()
+				start := time.Now()
+				ranAt := make(chan time.Duration, 1)
+				to, err := tm.AfterFunc(4095*tick+tick/2, func() { ranAt <- time.Since(start) })
+				require.NoError(t, err)
+				steps := []struct {
+					probe int64 // the tick the probe is due in
+					want  wheelView
+				}{
+					{0, wheelView{level: 2, check: 3584, linked: 1, used: 1}},
+					{3583, wheelView{level: 2, check: 3584, linked: 1, used: 1}}, // the tick before its move
+					{3584, wheelView{level: 1, check: 4088, linked: 1, used: 1}}, // moved down into level 1
+					{4087, wheelView{level: 1, check: 4088, linked: 1, used: 1}},
+					{4088, wheelView{level: 0, check: 4095, linked: 1, used: 0}}, // moved down into the wheel
+					{4094, wheelView{level: 0, check: 4095, linked: 1, used: 0}},
+				}
+				for _, st := range steps {
+					if cancelAt > 0 && int64(cancelAt/tick) <= st.probe {
+						time.Sleep(cancelAt - time.Since(start))
+						synctest.Wait() // the worker first, if it wakes at this instant too
+						require.True(t, to.Cancel())
+						// Taken in as the worker processes this tick.
+						v := probeWheel(t, tm, to, int64(cancelAt/tick))
+						assert.Zero(t, v.linked, "timeouts in the wheel once the cancel is taken in")
+						assert.Zero(t, v.used, "slots marked occupied")
+						assert.Empty(t, v.badMark)
+						break
+					}
+					v := probeWheel(t, tm, to, st.probe)
+					assert.Equal(t, st.want, v, "as the worker processes tick %d", st.probe)
+				}
+				time.Sleep(4096*tick - time.Since(start))
+				synctest.Wait()
+				if cancelAt > 0 {
+					assert.Empty(t, ranAt)
+					assert.Equal(t, uint64(1), tm.Stats().Cancelled)
+					return
+				}
+				assert.Equal(t, 4096*tick, <-ranAt)
+			})
+		})
+	}
 }
 
 func TestGuarantee8SkippedTicksGetAFreshTransferBudget(t *testing.T) {

@@ -3,6 +3,7 @@ package hashedwheel_test
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -394,5 +395,174 @@ func TestGuarantee8GoexitInACatchingUpWorkerRunsTheRestOfTheTick(t *testing.T) {
 		default:
 			t.Fatal("the timeout behind the Goexit did not run when the worker was released")
 		}
+	})
+}
+
+// levelOf returns the level above the wheel in which a timeout due d ticks
+// ahead waits, as docs/design.md describes the levels: 0 (the wheel) within
+// a turn of a wheel of the given buckets, else the lowest level k whose
+// span, buckets*64^k ticks, exceeds d.
+func levelOf(d, buckets int64) int {
+	k := 0
+	for span := buckets; d > buckets && d >= span; k++ {
+		if span > math.MaxInt64/64 {
+			return k + 1
+		}
+		span *= 64
+	}
+	return k
+}
+
+// TestGuarantee1FarTimeoutRunsAtItsTickAfterALookPerLevel: a timeout an
+// hour or a year ahead runs at the end of its deadline's tick, not a
+// nanosecond before, and the worker processes a tick for it once as it takes
+// it in, at most once per level it starts in above the wheel (as it moves
+// down; it may skip levels) and once as it runs, waking about as often: 5
+// to 8 ticks, not the tens of millions of a 1ms tick, nor one per turn of
+// the wheel.
+func TestGuarantee1FarTimeoutRunsAtItsTickAfterALookPerLevel(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	for _, tt := range []struct {
+		buckets int
+		delay   time.Duration
+		level   int
+	}{
+		{512, time.Hour, 3},
+		{512, year, 5},
+		{8, time.Hour, 4},
+		{8, 30 * 24 * time.Hour, 5},
+		{8, year, 6},
+		{1, year, 6},
+	} {
+		t.Run(fmt.Sprintf("%v on %d buckets", tt.delay, tt.buckets), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond),
+					hashedwheel.WithTicksPerWheel(tt.buckets))
+				require.NoError(t, tm.Start())
+				start := time.Now()
+				require.Equal(t, tt.level, levelOf(int64(tt.delay/time.Millisecond), int64(tt.buckets)))
+				ranAt := make(chan time.Duration, 2)
+				// In the middle of its tick: it runs at that tick's end.
+				deadline := tt.delay + 500*time.Microsecond
+				mustSchedule(t, tm, deadline, func() { ranAt <- time.Since(start) })
+				want := tt.delay + time.Millisecond
+
+				time.Sleep(want - time.Nanosecond)
+				synctest.Wait()
+				require.Empty(t, ranAt, "ran before the end of its deadline's tick")
+				looks := tm.Stats()
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				require.Len(t, ranAt, 1)
+				assert.Equal(t, want, <-ranAt)
+				s := tm.Stats()
+				t.Logf("ticks processed %d (%d before the run), wake-ups %d", s.Ticks, looks.Ticks, s.Wakeups)
+				assert.LessOrEqual(t, s.Ticks, uint64(tt.level+2),
+					"ticks processed: the take-in, a move down per level and the run")
+				assert.LessOrEqual(t, s.Wakeups, uint64(tt.level+3), "wake-ups")
+				assert.Equal(t, uint64(1), s.Expired)
+			})
+		})
+	}
+}
+
+// TestGuarantee8WorkerCatchesUpAcrossLevels: a task holds the worker for
+// two days at a 1ms tick on a wheel of 8 buckets, across the starts of
+// every slot of levels 1 to 3 and of a few of level 4, where the timeouts
+// due meanwhile wait to move down. Once released, the worker runs every one
+// of them once, at the release, in the order of their deadlines' ticks, none
+// early, in a few ticks per timeout; a Cancel and a Reset made while it was
+// held are kept; those due after the release run at their ticks.
+func TestGuarantee8WorkerCatchesUpAcrossLevels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const held = 48 * time.Hour
+		tm := newTimer(t, hashedwheel.WithTickDuration(time.Millisecond), hashedwheel.WithTicksPerWheel(8))
+		require.NoError(t, tm.Start())
+		start := time.Now()
+		var mu sync.Mutex
+		ran := make(map[int][]time.Duration)
+		var order []int
+		record := func(id int) func() {
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				ran[id] = append(ran[id], time.Since(start))
+				order = append(order, id)
+			}
+		}
+		// Holds the worker from 1ms, the end of tick 0, to 48h+1ms.
+		release := make(chan struct{})
+		mustSchedule(t, tm, 0, func() { <-release })
+		// Around each level's span (8, 512, 32768 and 2^21 ms, a slot of
+		// level 1, 2, 3 and 4) and its slots' starts, an hour, a day, and
+		// after the release.
+		ms := time.Millisecond
+		var deadlines []time.Duration
+		for _, span := range []time.Duration{512 * ms, 32768 * ms, 1 << 21 * ms, 1 << 27 * ms} {
+			deadlines = append(deadlines, span-ms, span, span+ms, span/64*3, span/64*3-ms/2)
+		}
+		deadlines = append(deadlines, time.Hour, 24*time.Hour, 24*time.Hour-ms, held-ms, held, held+ms,
+			held+time.Hour, 30*24*time.Hour)
+		tos := make([]*hashedwheel.Timeout, len(deadlines))
+		for i, d := range deadlines {
+			tos[i] = mustSchedule(t, tm, d, record(i))
+		}
+		// While the worker is held: a Cancel of one due in the meantime,
+		// and a Reset of another to a day later than its deadline, past the
+		// release (from level 2 to level 4).
+		time.Sleep(time.Hour + 30*time.Minute)
+		cancelled, moved := 7, 6
+		require.True(t, tos[cancelled].Cancel())
+		require.True(t, tos[moved].Reset(held))
+		deadlines[moved] = time.Hour + 30*time.Minute + held
+
+		time.Sleep(held + ms - time.Hour - 30*time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		require.Empty(t, ran, "ran while the worker was held")
+		mu.Unlock()
+		before := tm.Stats()
+		close(release)
+		synctest.Wait()
+		releasedAt := held + ms
+		after := tm.Stats()
+
+		mu.Lock()
+		var want []int
+		for i, d := range deadlines {
+			if i != cancelled && d/ms < held/ms+1 {
+				want = append(want, i)
+			}
+		}
+		assert.ElementsMatch(t, want, order, "the timeouts due by the release")
+		for _, i := range order {
+			assert.Equal(t, []time.Duration{releasedAt}, ran[i], "timeout %d, due at %v", i, deadlines[i])
+		}
+		tickOf := func(ids []int) []time.Duration {
+			var ts []time.Duration
+			for _, id := range ids {
+				ts = append(ts, deadlines[id]/ms)
+			}
+			return ts
+		}
+		assert.True(t, slices.IsSorted(tickOf(order)), "runs in the order of their ticks: %v", tickOf(order))
+		mu.Unlock()
+		t.Logf("ticks processed to catch up: %d, for %d runs", after.Ticks-before.Ticks, len(want))
+		assert.Less(t, after.Ticks-before.Ticks, uint64(5*len(deadlines)), "ticks processed to catch up two days")
+
+		// The rest run at their ticks.
+		time.Sleep(31 * 24 * time.Hour)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for i, d := range deadlines {
+			switch {
+			case i == cancelled:
+				assert.Empty(t, ran[i], "cancelled while the worker was held")
+			case d/ms > held/ms:
+				assert.Equal(t, []time.Duration{(d/ms + 1) * ms}, ran[i], "timeout %d, due at %v", i, d)
+			}
+		}
+		assert.Zero(t, tm.PendingTimeouts())
 	})
 }
