@@ -94,5 +94,8 @@
 // exactly those whose remaining rounds Netty would find at zero. Comparing
 // deadlines instead of counting rounds down lets the worker skip visits: it
 // parks when there is nothing to do and sleeps through ticks at which nothing
-// is due, so an idle Timer costs no CPU.
+// is due, so an idle Timer costs no CPU. Deadlines beyond a turn of the wheel
+// wait in levels above it, as in the paper's hierarchical scheme 7, and move
+// down once a level. Each Timeout's state changes only under its own lock,
+// as the runtime guards a time.Timer.
 package hashedwheel
