@@ -1,17 +1,11 @@
-// Command keepalive keeps connections alive, and closes dead ones, with one
-// hashedwheel.Timeout per connection: it pings a connection that has read
-// nothing for pingAfter, and closes one that has read nothing for closeAfter.
+// Command keepalive pings a connection that has read nothing for
+// pingAfter, and closes one silent for closeAfter, with one
+// hashedwheel.Timeout per connection: each run looks at the last read and
+// re-arms with ScheduleAt, reading no clock. The reader stores its time in
+// an atomic, as the task reads it on the Timer's worker. Connections are kept
+// by pointer: append on a []conn would move their armed Timeouts.
 //
-// The Timeout lives in the connection, which is its task: each run looks at
-// when the connection last read and arms the Timeout again with ScheduleAt,
-// at the next moment something may be due, from that read and the deadline
-// it ran for. A look reads no clock, and a read costs the Timer nothing: the
-// reader only stores its time, in an atomic, as the task reads it on the
-// Timer's worker. Connections are kept by pointer: append on a []conn would
-// move their armed Timeouts, which go vet cannot see.
-//
-// The links are net.Pipe connections. One peer answers every ping; the
-// other stops answering after three, and is closed.
+// One net.Pipe peer answers every ping; the other stops after three.
 //
 //	go run ./examples/keepalive
 package main
