@@ -104,6 +104,43 @@ func ExampleTimeout_Cancel() {
 	// scheduled again, pending: 1 cancelled: false
 }
 
+func ExampleTimeout_IsPending() {
+	// An owned Timer: nothing runs until Advance, so the states below are
+	// exactly those printed.
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	var c struct{ idle hashedwheel.Timeout } // a connection's idle deadline
+	report := func(when string) {
+		fmt.Printf("%s: pending %v, expired %v, cancelled %v\n",
+			when, c.idle.IsPending(), c.idle.IsExpired(), c.idle.IsCancelled())
+	}
+	report("never armed")
+	closeIdle := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { fmt.Println("idle: closing") })
+	if err := timer.Schedule(&c.idle, closeIdle, time.Second); err != nil {
+		log.Fatal(err)
+	}
+	report("armed")
+	if _, err := timer.Advance(time.Now().Add(2 * time.Second)); err != nil {
+		log.Fatal(err)
+	}
+	report("ran")
+	if err := timer.Schedule(&c.idle, closeIdle, time.Minute); err != nil {
+		log.Fatal(err)
+	}
+	c.idle.Cancel()
+	report("armed again, cancelled")
+	// Output:
+	// never armed: pending false, expired false, cancelled false
+	// armed: pending true, expired false, cancelled false
+	// idle: closing
+	// ran: pending false, expired true, cancelled false
+	// armed again, cancelled: pending false, expired false, cancelled true
+}
+
 func ExampleTimeout_Reset() {
 	timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(10 * time.Millisecond))
 	if err != nil {

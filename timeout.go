@@ -62,8 +62,8 @@ func (f funcTask) Run(*Timeout) { f() }
 // field of its own struct say, and allocate nothing.
 //
 // The zero Timeout has never been armed: Cancel and Reset return false,
-// IsExpired and IsCancelled false, Deadline the zero time, Timer and Task
-// nil. Once it has ended (expired or cancelled) it may be armed again with
+// IsPending, IsExpired and IsCancelled false, Deadline the zero time, Timer
+// and Task nil. Once it has ended (expired or cancelled) it may be armed again with
 // Schedule or ScheduleAt; its methods then act on, and report, its latest
 // arm.
 //
@@ -175,6 +175,19 @@ func (to *Timeout) IsExpired() bool { return to.load().phase() == stExpired }
 //
 // See the example of [Timer.Stop].
 func (to *Timeout) IsCancelled() bool { return to.load().phase() == stCancelled }
+
+// IsPending reports whether the timeout's latest arm is pending: armed, and
+// neither handed to run nor cancelled. A periodic timeout stays pending until
+// it is cancelled, while its runs are out too. It is false for a Timeout
+// never armed, and once [Timer.Stop] has cancelled it. With IsExpired and
+// IsCancelled it tells the three ends apart: a Timeout armed and not yet
+// due, one whose task was handed to run, one cancelled.
+//
+// IsPending takes no lock and allocates nothing. Like IsExpired, what it
+// reports may change as soon as it returns while other goroutines arm,
+// cancel or run the Timeout; from inside its own task, a one-shot Timeout is
+// not pending until the task arms it again.
+func (to *Timeout) IsPending() bool { return to.load().phase() == stPending }
 
 // Cancel stops the timeout's task from running. It reports whether this call
 // moved the timeout from pending to cancelled; it returns false if the task
