@@ -201,7 +201,6 @@ func (to *Timeout) IsPending() bool { return to.load().phase() == stPending }
 // from its bucket within one tick, so that it holds no memory there, and then
 // calls Cancelled if the task is a [CancelledTask]. Scheduled again on the
 // same Timer before that (see [Timer.Schedule]), it stays where it is.
-
 func (to *Timeout) Cancel() bool {
 	s := to.load()
 	if s.phase() != stPending {
