@@ -148,6 +148,40 @@ func TestGuarantee18AdvanceCatchesUpAnHourInTimeThatGrowsWithWhatIsDue(t *testin
 	})
 }
 
+// TestGuarantee18AdvanceOverAnHourIsNotHeldBackByAnArmMadeDuringIt: a task
+// that Advance runs cancels a Timeout waiting in another bucket and arms it
+// again at a deadline already passed. The arm is taken in at the next call
+// (what tasks arm during a call runs at a later one), so the rest of the
+// hour costs what it would without it: the Timeout's bucket is not walked
+// at each of the hour's 450,000 turns of the 8-bucket wheel.
+func TestGuarantee18AdvanceOverAnHourIsNotHeldBackByAnArmMadeDuringIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(time.Millisecond),
+			hashedwheel.WithTicksPerWheel(8))
+		start := time.Now()
+		var c session
+		var cRuns atomic.Int32
+		cTask := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { cRuns.Add(1) })
+		require.NoError(t, tm.Schedule(&c.timeout, cTask, 5*time.Millisecond))
+		rearmed := make(chan error, 1)
+		mustSchedule(t, tm, time.Millisecond, func() {
+			if !c.timeout.Cancel() {
+				rearmed <- errors.New("Cancel returned false")
+				return
+			}
+			rearmed <- tm.ScheduleAt(&c.timeout, cTask, start) // passed
+		})
+		time.Sleep(time.Hour)
+		assert.Equal(t, 1, advance(t, tm), "runs of the hour's Advance")
+		require.NoError(t, <-rearmed)
+		assert.Less(t, tm.Stats().Ticks, uint64(20), "ticks processed for an hour of 1ms ticks")
+		assert.Zero(t, cRuns.Load(), "an arm made during Advance ran in it")
+		time.Sleep(time.Millisecond) // a passed deadline runs at the end of the tick it is taken in
+		assert.Equal(t, 1, advance(t, tm), "runs of the next call")
+		assert.Equal(t, int32(1), cRuns.Load())
+	})
+}
+
 func TestGuarantee18ALaterNowRunsEarlyAnEarlierOneCountsAsTheLast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, start := ownedTimer(t)
@@ -287,6 +321,72 @@ func followNextDeadline(t *testing.T, tm *hashedwheel.Timer, want time.Time) int
 		if advance(t, tm) > 0 {
 			return calls
 		}
+	}
+}
+
+// TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor: with a
+// WithTaskExecutor that runs each task on a goroutine of its own, a run may
+// still be out when the owner asks NextDeadline how long it may sleep: a
+// periodic Timeout's run, whose Timeout comes back for its next run as the
+// run returns, or the run of a one-shot Timeout that re-arms itself from its
+// task, whose new arm reaches the Timer as the run returns. NextDeadline
+// counts such a run, so an owner that sleeps until NextDeadline, as
+// Advance's example does, keeps running the Timeout every period.
+func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
+	// Three ticks: a run handed out at the end of its deadline's tick that
+	// starts a millisecond later is less than a period behind, and is not
+	// skipped (guarantee 12).
+	const period = 3 * jobTick
+	arms := map[string]func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout)) error{
+		"Every": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout)) error {
+			_, err := tm.NewPeriodicTimeout(hashedwheel.TimerFunc(ran), period)
+			return err
+		},
+		"re-armed by its task": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout)) error {
+			var task hashedwheel.TimerFunc
+			task = func(to *hashedwheel.Timeout) {
+				ran(to)
+				if err := tm.ScheduleAt(to, task, to.Deadline().Add(period)); err != nil {
+					t.Errorf("re-arm from its own run: %v", err)
+				}
+			}
+			return tm.Schedule(new(hashedwheel.Timeout), task, period)
+		},
+	}
+	for name, arm := range arms {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Each run starts a millisecond after it is handed out, on a
+				// goroutine of its own: it is out when Advance returns.
+				var out sync.WaitGroup
+				defer out.Wait()
+				tm, start := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) {
+					out.Go(func() {
+						time.Sleep(time.Millisecond)
+						task()
+					})
+				}))
+				var runs, early atomic.Int32
+				require.NoError(t, arm(tm, func(to *hashedwheel.Timeout) {
+					runs.Add(1)
+					if time.Now().Before(to.Deadline()) {
+						early.Add(1)
+					}
+				}))
+				end := start.Add(time.Second)
+				for calls := 0; time.Now().Before(end); calls++ {
+					require.Less(t, calls, 10_000, "the owner woke more than 10,000 times in a second")
+					at, ok := tm.NextDeadline()
+					require.True(t, ok, "NextDeadline says nothing is pending")
+					require.True(t, at.After(time.Now()) || runs.Load() == 0,
+						"NextDeadline %v is not after now, %v", at.Sub(start), time.Since(start))
+					time.Sleep(min(time.Until(at), time.Until(end)))
+					advance(t, tm)
+				}
+				assert.GreaterOrEqual(t, runs.Load(), int32(32), "runs in a second, every %v", period)
+				assert.Zero(t, early.Load(), "runs before their deadline")
+			})
+		})
 	}
 }
 

@@ -30,9 +30,9 @@ func (t *Timer) assertCheckTick(to *Timeout, deadline, check int64, k int) {
 			due-tick >= width*levelSlots || !lowest
 	}
 	if broken {
-		panic(fmt.Sprintf("hashedwheel: check tick %d at level %d for %v, due at tick %d, placed by the worker "+
+		panic(fmt.Sprintf("hashedwheel: check tick %d at level %d for %s, due at tick %d, placed by the worker "+
 			"at tick %d with the clock at tick %d: the invariant of checktick.go is broken",
-			check, k, to, due, tick, t.wheel.clockTick))
+			check, k, to.describeLocked(), due, tick, t.wheel.clockTick))
 	}
 }
 
@@ -68,6 +68,12 @@ func assertFoundIn(to *Timeout, s state, list string, held ...state) {
 			return
 		}
 	}
-	panic(fmt.Sprintf("hashedwheel: found %v in %s, but its state %#x says it is held elsewhere",
-		to, list, uint32(s)))
+	panic(fmt.Sprintf("hashedwheel: found %s in %s, but its state %#x says it is held elsewhere",
+		to.describeLocked(), list, uint32(s)))
+}
+
+// describeLocked describes to for an invariant's panic, by its caller that
+// holds its lock (String would take it again).
+func (to *Timeout) describeLocked() string {
+	return fmt.Sprintf("Timeout %p (deadline %d ns since its Timer's start, task %T)", to, to.deadline, to.task)
 }

@@ -217,3 +217,68 @@ func TestGuarantee13CancelledTaskIsToldOnceWhenCancelledAsItMovesDown(t *testing
 		})
 	}
 }
+
+// rearmCancelGoexit is the task of a run on the pool that arms its own
+// Timeout again and cancels that arm, so that the arm's Cancelled call is
+// owed as the run returns; the call numbered goexitAt calls runtime.Goexit.
+type rearmCancelGoexit struct {
+	tm       *hashedwheel.Timer
+	release  <-chan struct{}
+	goexitAt int32
+	calls    *atomic.Int32
+	armed    *atomic.Int32
+}
+
+func (r *rearmCancelGoexit) Run(to *hashedwheel.Timeout) {
+	if r.tm.Schedule(to, r, time.Hour) == nil && to.Cancel() {
+		r.armed.Add(1)
+	}
+	<-r.release
+}
+
+func (r *rearmCancelGoexit) Cancelled(*hashedwheel.Timeout) {
+	if r.calls.Add(1) == r.goexitAt {
+		runtime.Goexit()
+	}
+}
+
+// TestGuarantee13GoexitInCancelledWhileStopTakesWhatRunsHandBack: runs on
+// the pool that return while Stop waits for them hand their Timeouts back
+// (armed again and cancelled before Stop, their Cancelled calls owed), and the worker
+// makes those calls as it takes them, on queues spread over the Timer's
+// shards. The last call calls runtime.Goexit: the worker goes on in a new
+// goroutine and finishes what Stop began, and no cancel is lost or counted
+// twice.
+func TestGuarantee13GoexitInCancelledWhileStopTakesWhatRunsHandBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000 // 64KB of Timeouts: over every shard
+		tm, _ := startedTimer(t, hashedwheel.WithTaskWorkers(n), hashedwheel.WithLogger(slog.New(slog.DiscardHandler)))
+		release := make(chan struct{})
+		var calls, armed atomic.Int32
+		task := &rearmCancelGoexit{tm: tm, release: release, goexitAt: n, calls: &calls, armed: &armed}
+		timeouts := make([]hashedwheel.Timeout, n)
+		for i := range timeouts {
+			require.NoError(t, tm.Schedule(&timeouts[i], task, 0))
+		}
+		time.Sleep(15 * time.Millisecond) // all handed out to the pool, armed again and cancelled
+		synctest.Wait()
+		require.Equal(t, int32(n), armed.Load(), "runs that armed and cancelled their Timeout")
+		stopped := make(chan []*hashedwheel.Timeout)
+		go func() { stopped <- tm.Stop() }()
+		synctest.Wait()
+		close(release)
+		assert.Empty(t, <-stopped, "Stop returned a Timeout that Cancel cancelled")
+		assert.Equal(t, int32(n), calls.Load(), "Cancelled calls")
+		stats := tm.Stats()
+		assert.Equal(t, uint64(n), stats.Expired, "Stats().Expired")
+		assert.Equal(t, uint64(n), stats.Cancelled, "Stats().Cancelled")
+		for i := range timeouts {
+			require.True(t, timeouts[i].IsCancelled(), "Timeout %d", i)
+		}
+		// Every Timeout is free: another Timer arms it.
+		tm2, _ := startedTimer(t)
+		for i := range timeouts {
+			require.NoError(t, tm2.Schedule(&timeouts[i], nopTask, time.Hour), "Timeout %d", i)
+		}
+	})
+}

@@ -211,3 +211,54 @@ func TestGuarantee9EveryMethodIsSafeForConcurrentUse(t *testing.T) {
 	}
 	assert.Zero(t, tm.PendingTimeouts())
 }
+
+// TestGuarantee9TaskAndStringAreSafeWhileTheTimeoutIsArmedAgain: a
+// Timeout that its own task schedules again, with another task each time,
+// while other goroutines log it (String, as %v does) and read its Task: the
+// race detector checks the accesses, and Task is always one of the arms'
+// tasks.
+func TestGuarantee9TaskAndStringAreSafeWhileTheTimeoutIsArmedAgain(t *testing.T) {
+	for name, opts := range map[string][]hashedwheel.Option{
+		"worker": nil,
+		"pool":   {hashedwheel.WithTaskWorkers(2)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tm := newTimer(t, append([]hashedwheel.Option{hashedwheel.WithTickDuration(time.Millisecond)}, opts...)...)
+			var s session
+			var runs atomic.Int32
+			done := make(chan struct{})
+			var tasks [2]hashedwheel.TimerFunc
+			for i := range tasks {
+				tasks[i] = func(to *hashedwheel.Timeout) {
+					if runs.Add(1) == 200 {
+						close(done)
+						return
+					}
+					if err := tm.Schedule(to, tasks[1-i], 0); err != nil {
+						t.Errorf("re-arm from its own run: %v", err)
+					}
+				}
+			}
+			require.NoError(t, tm.Schedule(&s.timeout, tasks[0], 0))
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					for {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						_ = s.timeout.String()
+						task, ok := s.timeout.Task().(hashedwheel.TimerFunc)
+						if !ok || !sameTask(task, tasks[0]) && !sameTask(task, tasks[1]) {
+							t.Errorf("Task returned %v, not an arm's task", s.timeout.Task())
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}

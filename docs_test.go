@@ -297,3 +297,30 @@ func TestOwnerRunsWhatIsDue(t *testing.T) {
 		}
 	})
 }
+
+// TestDocsGuaranteesNameTheirTests keeps docs/guarantees.md's lists of the
+// tests that hold each guarantee whole: every TestGuaranteeN test is named
+// in the section of guarantee N, and every test the file names exists.
+func TestDocsGuaranteesNameTheirTests(t *testing.T) {
+	text, err := os.ReadFile("docs/guarantees.md")
+	require.NoError(t, err)
+	sections := map[string]string{}
+	var current string
+	for line := range strings.Lines(string(text)) {
+		if m := regexp.MustCompile(`^### (\d+)\. `).FindStringSubmatch(line); m != nil {
+			current = m[1]
+		}
+		sections[current] += line
+	}
+	names := testNames(t)
+	guarantee := regexp.MustCompile(`^TestGuarantee(\d+)[A-Z]`)
+	for _, name := range names {
+		if m := guarantee.FindStringSubmatch(name); m != nil {
+			assert.Contains(t, sections[m[1]], "`"+name+"`",
+				"docs/guarantees.md: section %s does not name the test %s that holds it", m[1], name)
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:Test|Fuzz|Example)\\w+)`").FindAllStringSubmatch(string(text), -1) {
+		assert.Contains(t, names, m[1], "docs/guarantees.md names %s, which is no test", m[1])
+	}
+}

@@ -2,7 +2,14 @@
 
 package hashedwheel
 
-import "testing"
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
 
 // Why scenarios fail on the old core (commit 1f0fbed and before), the core
 // before the rewrite that takes a lock per Timeout. The tests that fail there
@@ -222,5 +229,277 @@ func TestExploreStopReturnsEachTimeoutOnce(t *testing.T) {
 		ops:     []exOp{opScheduleSame, opScheduleSame2, opStop},
 		opts:    exploreOpts{bound: 2, random: 1000},
 		oldCore: exStopTwice,
+	})
+}
+
+// The hand-offs: where the wheel hands a Timeout to someone else (a run
+// out on the pool or an executor, the owner's loop, Stop's clean-up) and
+// takes it back. Each scenario below names what it found on 8a73234, the
+// core before the rule that a Timeout stays held by its run until the run
+// returns, whoever cancelled it (handOffs).
+const (
+	exStopLetGoOfARunOut = "Stop took a periodic Timeout whose run was out off the list of runs and let go of it " +
+		"(held nowhere) while the run was still out: Schedule on another Timer armed it, and a run there could " +
+		"start beside the first"
+	exStopCalledWhileOut = "Stop made the Cancelled call of a periodic Timeout that Cancel cancelled during its run " +
+		"while that run was still out, having let go of it: from inside the call it was armed on another Timer"
+	exPushAfterCollect = "a push that came after Stop's collection stayed in its queue while the stopping worker " +
+		"waited for the pool, and nothing took it until the pool was done: a pooled task that waits on what it " +
+		"scheduled never returns, and Stop never does"
+	exGoexitInCleanUp = "a Cancelled call that called runtime.Goexit during an owned Timer's clean-up ended it: " +
+		"collected was set before the clean-up, so nothing cancelled the rest"
+	exRunOutAtNextDeadline = "NextDeadline did not count a run out on the executor: with nothing in the wheel it " +
+		"returned a time 292 years ahead, and an owner that sleeps until then never runs the Timeout again"
+)
+
+// opPool plays the pool's one goroutine (the pool world): it runs the runs
+// queued, one by one, until Stop closes the pool and it is empty, then exits
+// as a pool goroutine does. Every scenario of the pool world has a Stop.
+var opPool = exOp{key: "pool", name: "the pool's goroutine", run: func(w *exWorld, _ int) string {
+	p := w.tm.conf.pool
+	ran := 0
+	for {
+		explorePoint("retry load") // then reads the pool's queue and closed
+		if w.poolRun() {
+			ran++
+			continue
+		}
+		p.mu.Lock()
+		closed := p.closed && p.n == 0
+		if closed {
+			p.live--
+		}
+		p.mu.Unlock()
+		if closed {
+			// A point of its own: the step from it closes done, which
+			// Stop waits for (a step from "spin" would only read).
+			explorePoint("pool exit")
+			close(p.done)
+			return fmt.Sprintf("ran %d, exited", ran)
+		}
+		explorePoint("spin") // waits for a run or for Stop
+	}
+}}
+
+// opStopGoexits is a Stop whose clean-up makes a Cancelled call that calls
+// runtime.Goexit (see exGoexitOnCancelled): the operation ends there, and
+// the clean-up must end all the same.
+var opStopGoexits = exOp{key: "stopGoexits", name: "Stop (a Cancelled call in it calls runtime.Goexit)",
+	run: opStop.run, goexits: true}
+
+// opOwnerLoop is the owner's loop of Advance's example, three times round:
+// it sleeps until NextDeadline and Advances to it. NextDeadline must never
+// be later than the first time at which Advance would run something: while
+// a run of the Timeout is out, the end of the tick the owner is in (the
+// first at which what the run hands back could run); while the Timeout is
+// pending in the wheel, the end of the tick of its deadline.
+var opOwnerLoop = exOp{key: "ownerLoop", name: "the owner's loop (NextDeadline, Advance) x3",
+	run: func(w *exWorld, _ int) string {
+		var got []string
+		for range 3 {
+			pending, out := w.to.IsPending(), len(w.out) > 0
+			tick := int64(exTick)
+			latest, why := int64(math.MaxInt64), ""
+			switch {
+			case out:
+				latest, why = w.now[w.tm]+tick, "a run of the Timeout is out"
+			case pending && w.to.timer.Load() == w.tm && w.to.deadline < math.MaxInt64-tick:
+				due := max(w.to.deadline, w.now[w.tm]) / tick
+				latest, why = (due+1)*tick, "the Timeout is pending"
+			}
+			at, ok := w.tm.NextDeadline()
+			if !ok {
+				if why != "" {
+					w.failf("NextDeadline returned false, but %s", why)
+				}
+				got = append(got, "false")
+				break
+			}
+			d := int64(at.Sub(w.tm.life.startTime))
+			got = append(got, time.Duration(d).String())
+			if d > latest {
+				w.failf("NextDeadline returned %v since the start, later than %v, when Advance would run "+
+					"something: %s", time.Duration(d), time.Duration(latest), why)
+				break
+			}
+			// Woken by another goroutine (one that schedules wakes the
+			// owner) or by its sleep's end, ten ticks at most.
+			w.advance(w.tm, int(min(d, w.now[w.tm]+10*tick)/tick))
+		}
+		return strings.Join(got, ", ")
+	}}
+
+// exGoexitOnCancelled makes the Cancelled call of the set-up's first arm
+// call runtime.Goexit, and schedules a bystander, a Timeout of its own due
+// far ahead, on tm: after the Goexit the clean-up must still cancel it.
+func exGoexitOnCancelled(setup exSetup) exSetup {
+	return exSetup{setup.name + "-goexit", setup.desc + "; its Cancelled call calls runtime.Goexit; a bystander pending on tm",
+		func(tb testing.TB, w *exWorld) {
+			setup.run(tb, w)
+			w.arms[0].onCancelled = func(*Timeout) { runtime.Goexit() }
+			y := w.newArm("bystander", w.tm, false)
+			if _, err := w.tm.NewTimeout(y.task, 10*exTick); err != nil {
+				tb.Fatal(err)
+			}
+			w.keep(y)
+		}}
+}
+
+// exSetupPeriodicPooled: in the pool world, a periodic Timeout whose first
+// run is queued on the pool, not started; its task is a CancelledTask if
+// notifies.
+func exSetupPeriodicPooled(name string, notifies bool) exSetup {
+	return exSetup{name, "periodic, its first run handed to the pool and not started", func(tb testing.TB, w *exWorld) {
+		a := w.newArm("p0", w.tm, notifies)
+		a.periodic = true
+		to, err := w.tm.NewPeriodicTimeout(a.task, exTick)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w.to = to
+		w.keep(a)
+		if n, err := w.advance(w.tm, 2); n != 1 || err != nil {
+			tb.Fatalf("set-up %s: Advance = %d, %v", name, n, err)
+		}
+		exMust(tb, w, stPending, heldPeriodicRun, 0, name)
+	}}
+}
+
+var (
+	setupPeriodicPooled       = exSetupPeriodicPooled("periodic-pooled", false)
+	setupPeriodicPooledNotify = exSetupPeriodicPooled("periodic-pooled-notify", true)
+
+	// setupPooled: in the pool world, a one-shot run handed to the pool
+	// and not started.
+	setupPooled = exSetup{"pooled", "expired, its run handed to the pool and not started", func(tb testing.TB, w *exWorld) {
+		if err := w.schedule("a0", w.tm, 0, true); err != nil {
+			tb.Fatal(err)
+		}
+		if n, err := w.advance(w.tm, 1); n != 1 || err != nil {
+			tb.Fatalf("set-up pooled: Advance = %d, %v", n, err)
+		}
+		exMust(tb, w, stExpired, heldRun, 0, "pooled")
+	}}
+
+	// setupPooledSchedules: setupPooled, whose task schedules a Timeout
+	// of its own on tm (its check of the Timer's state may come before
+	// Stop, its push after Stop's collection) and then waits until that
+	// Timeout has ended, as a task that waits on a deadline context it
+	// made does.
+	setupPooledSchedules = exSetup{"pooled-schedules",
+		"expired, its run on the pool, whose task schedules a Timeout and waits for it to end",
+		func(tb testing.TB, w *exWorld) {
+			setupPooled.run(tb, w)
+			w.arms[0].onRun = func(*Timeout) {
+				x := w.newArm("x", w.tm, false)
+				to, err := w.tm.NewTimeout(x.task, 10*exTick)
+				if err != nil {
+					return // after Stop: ErrTimerStopped
+				}
+				w.keep(x)
+				// One load a look: a spin waits for a write after it.
+				for to.IsPending() {
+					explorePoint("spin")
+				}
+			}
+		}}
+)
+
+// TestExploreStopWithAPeriodicRunOut: Stop racing a periodic run out on
+// an executor, or queued on the pool, and a Schedule of the Timeout on
+// another Timer, which must fail until the run returns.
+func TestExploreStopWithAPeriodicRunOut(t *testing.T) {
+	t.Run("executor", func(t *testing.T) {
+		explore(t, exScenario{setup: setupPeriodicOut, ops: []exOp{opStop, opScheduleOther, opRunReturns},
+			opts: exploreOpts{bound: 2, random: 500}, handOffs: exStopLetGoOfARunOut})
+	})
+	t.Run("pool", func(t *testing.T) {
+		explore(t, exScenario{setup: setupPeriodicPooled, ops: []exOp{opStop, opScheduleOther, opPool},
+			opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}, handOffs: exStopLetGoOfARunOut, pool: true})
+	})
+}
+
+// TestExploreCancelledCallOfARunOutSchedulesOnAnotherTimer: a periodic
+// Timeout cancelled by Cancel while its run is out, racing Stop and the
+// run's return; its Cancelled call schedules it on tm2 (guarantee 21 allows
+// it from inside the call). The call comes once the run has returned.
+func TestExploreCancelledCallOfARunOutSchedulesOnAnotherTimer(t *testing.T) {
+	rearm := func(setup exSetup) exSetup {
+		return exSetup{setup.name + "-rearms", setup.desc + "; its Cancelled call schedules it on tm2",
+			func(tb testing.TB, w *exWorld) {
+				setup.run(tb, w)
+				w.arms[0].onCancelled = func(*Timeout) {
+					if err := w.schedule("c1", w.tm2, 2, true); errIsPending(err) {
+						w.failf("Schedule on tm2 from inside the Cancelled call failed: %v (state %s)",
+							err, exState(w.to.state.Load()))
+					}
+				}
+			}}
+	}
+	t.Run("executor", func(t *testing.T) {
+		explore(t, exScenario{setup: rearm(setupPeriodicOutNotify), ops: []exOp{opCancel, opStop, opRunReturns},
+			opts: exploreOpts{bound: 2, random: 500}, handOffs: exStopCalledWhileOut})
+	})
+	t.Run("pool", func(t *testing.T) {
+		explore(t, exScenario{setup: rearm(setupPeriodicPooledNotify), ops: []exOp{opCancel, opStop, opPool},
+			opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}, handOffs: exStopCalledWhileOut, pool: true})
+	})
+}
+
+// TestExplorePushRacingStopsCollection: a task on the pool schedules a
+// Timeout as Stop comes, and waits for it to end. Its check of the Timer's
+// state may pass before Stop and its push come after Stop's collection:
+// the stopping worker, waiting for the pool, takes and cancels it then.
+func TestExplorePushRacingStopsCollection(t *testing.T) {
+	explore(t, exScenario{setup: setupPooledSchedules, ops: []exOp{opStop, opPool},
+		opts: exploreOpts{bound: 3, random: 500}, handOffs: exPushAfterCollect, pool: true})
+}
+
+// TestExplorePoolRunReturnsArmedAgainAsStopComes: a one-shot run on the
+// pool, armed again (and maybe cancelled) while it is out, returns while
+// Stop waits for the pool: Stop takes the new arm as it comes, and cancels
+// and returns it, or makes its Cancelled call.
+func TestExplorePoolRunReturnsArmedAgainAsStopComes(t *testing.T) {
+	for _, ops := range [][]exOp{
+		{opScheduleSame, opStop, opPool},
+		{opScheduleSame, opCancel, opStop, opPool},
+	} {
+		name := ""
+		for _, op := range ops {
+			name += op.key + "+"
+		}
+		t.Run(strings.TrimSuffix(name, "+"), func(t *testing.T) {
+			explore(t, exScenario{setup: setupPooled, ops: ops, opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}, pool: true})
+		})
+	}
+}
+
+// TestExploreGoexitInACancelledCallDuringStop: the Cancelled call that
+// Stop's clean-up makes calls runtime.Goexit, which ends Stop's goroutine:
+// the clean-up goes on as the goroutine exits, so every arm ends, the
+// bystander is cancelled and returned, and the Timer lets go of all.
+func TestExploreGoexitInACancelledCallDuringStop(t *testing.T) {
+	t.Run("cancelled-linked", func(t *testing.T) {
+		explore(t, exScenario{setup: exGoexitOnCancelled(setupCancelledLinked), ops: []exOp{opStopGoexits, opScheduleOther},
+			opts: exploreOpts{bound: 2, random: 300}, handOffs: exGoexitInCleanUp})
+	})
+	t.Run("periodic-pooled", func(t *testing.T) {
+		explore(t, exScenario{setup: exGoexitOnCancelled(setupPeriodicPooledNotify),
+			ops:  []exOp{opCancel, opStopGoexits, opPool},
+			opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}, handOffs: exGoexitInCleanUp, pool: true})
+	})
+}
+
+// TestExploreOwnerLoopWithARunOut: the owner's loop racing the return of a
+// run out on the executor, of a periodic Timeout, or of a one-shot one that
+// its run armed again.
+func TestExploreOwnerLoopWithARunOut(t *testing.T) {
+	t.Run("periodic", func(t *testing.T) {
+		explore(t, exScenario{setup: setupPeriodicOut, ops: []exOp{opOwnerLoop, opRunReturns},
+			opts: exploreOpts{bound: 3, random: 500}, handOffs: exRunOutAtNextDeadline})
+	})
+	t.Run("armed-again", func(t *testing.T) {
+		explore(t, exScenario{setup: setupOut, ops: []exOp{opOwnerLoop, opScheduleSame, opRunReturns},
+			opts: exploreOpts{bound: 2, random: 500}, handOffs: exRunOutAtNextDeadline})
 	})
 }

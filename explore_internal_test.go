@@ -4,7 +4,8 @@ package hashedwheel
 
 // An interleaving explorer for a Timeout's state word, in the manner of
 // tokio's loom and of CHESS: it runs a few operations (Cancel, Reset,
-// Schedule, the owner's Advance, Stop...) each on a goroutine of its own, but
+// Schedule, the owner's Advance, Stop, a run returning, the pool's
+// goroutine...) each on a goroutine of its own, but
 // one goroutine at a time. The core calls explorePoint just before every
 // atomic access to a Timeout's state word; there the running goroutine parks
 // and the explorer chooses which goroutine goes on. So an interleaving is a
@@ -30,10 +31,10 @@ package hashedwheel
 // explore_scenarios_internal_test.go.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -71,7 +72,9 @@ func exWaits(what string) bool { return what == "lock-wait" || what == "spin" }
 
 // exReads reports whether the step from point what only reads the state
 // word: what is a Load ("... load"), or a wait, which does nothing but go
-// back to its loop's Load. Any other step may write it (the explorer cannot
+// back to its loop's Load. A loop that reads more than one thing before it
+// spins (several queues, say) marks its start with a "retry load": its spin
+// then waits only if no other goroutine wrote since that start. Any other step may write it (the explorer cannot
 // see inside a step, so a name it does not know counts as a write). A
 // goroutine that waits is chosen again only after another goroutine's step
 // that may write: after one that only reads, it would find what it found,
@@ -88,9 +91,16 @@ type exThread struct {
 	at      string // the point it is parked at ("start" before its first step)
 	done    bool
 	waiting bool // parked at a spin or lock-wait, and nobody stepped since
-	first   int  // the step at which it was first resumed, -1 before
-	last    int  // the step at which it returned, -1 before
-	exited  chan struct{}
+
+	// othersWrote counts the steps of other goroutines that may write;
+	// mark is othersWrote as the goroutine last parked at a "retry load"
+	// (marked): the start of a loop that reads more than one thing before
+	// it spins. A spin waits only if nobody wrote since that start.
+	othersWrote, mark int
+	marked            bool
+	first             int // the step at which it was first resumed, -1 before
+	last              int // the step at which it returned, -1 before
+	exited            chan struct{}
 }
 
 // exEvent is what a goroutine tells the explorer as it parks or returns.
@@ -127,14 +137,20 @@ func (r *exRunner) park(th *exThread, what string) {
 	select {
 	case r.events <- exEvent{th: th, what: what}:
 	case <-r.aborted:
-		runtime.Goexit()
+		panic(errExAborted)
 	}
 	select {
 	case <-th.resume:
 	case <-r.aborted:
-		runtime.Goexit() // the schedule failed: end the goroutine where it is
+		panic(errExAborted) // the schedule failed: end the goroutine where it is
 	}
 }
+
+// errExAborted is what a goroutine parked when its schedule failed panics
+// with, to end where it is. Not runtime.Goexit: the core resumes its
+// clean-up as a goroutine exits by Goexit (a Cancelled call's, see
+// cleanUpOwned), and would park again, for ever.
+var errExAborted = errors.New("explore: the schedule was aborted")
 
 // abort ends the goroutines still parked, once the schedule has failed (a
 // deadlock, say), so that none is left behind, and waits for them.
@@ -204,8 +220,10 @@ type exResult struct {
 // decides, for at most maxSteps steps. It returns once every body has
 // returned, or at the first failure: the goroutines left then end where they
 // are parked (runtime.Goexit), unless one is stuck (res.stuck), which the
-// caller reports before it ends the test binary.
-func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int) *exResult {
+// caller reports before it ends the test binary. A body i with goexitOK[i]
+// may end by runtime.Goexit; any other panic, or a Goexit of another, is a
+// failure.
+func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int, goexitOK ...bool) *exResult {
 	r := &exRunner{byID: map[uint64]*exThread{}, events: make(chan exEvent), aborted: make(chan struct{})}
 	res := &exResult{}
 	hook := r.point
@@ -289,11 +307,17 @@ func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int
 		if !exReads(st.what) {
 			for _, o := range r.threads {
 				o.waiting = false // the state may have changed: look again
+				if o != th {
+					o.othersWrote++
+				}
 			}
 		}
 		prev = c
 		if ev.done {
 			th.done, th.at, th.last = true, "", len(res.steps)-1
+			if ev.panic == "runtime.Goexit" && c < len(goexitOK) && goexitOK[c] {
+				continue
+			}
 			if ev.panic != nil {
 				res.err = fmt.Sprintf("T%d %s panicked: %v\n%s", c, th.name, ev.panic, ev.stack)
 				return res
@@ -302,6 +326,15 @@ func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int
 		}
 		th.at = ev.what
 		th.waiting = exWaits(ev.what)
+		switch {
+		case ev.what == "retry load":
+			th.mark, th.marked = th.othersWrote, true
+		case th.waiting && th.marked:
+			// A write since the loop began may have come after what
+			// the loop read: it looks again.
+			th.waiting = th.othersWrote == th.mark
+			th.marked = false
+		}
 	}
 }
 

@@ -101,18 +101,23 @@ func (q *mpscQueue) push(n *Timeout) bool {
 // close makes every later push fail, so that a producer learns that nobody
 // will take its node any more; handle gets the nodes pushed before, oldest
 // first. A stopping worker closes the queues once it has taken everything.
-// Consumer only; the queue is never taken from again.
+// Consumer only. A closed queue stays closed: closing it again, or taking
+// from it, finds nothing, so that a worker that resumes its clean-up after
+// a runtime.Goexit in handle (see Timer.run) may go through it again.
 func (q *mpscQueue) close(handle func(*Timeout)) {
 	for {
 		for n := q.pop(); n != nil; n = q.pop() {
 			handle(n)
 		}
 		explorePoint("queue close")
-		if q.producerTop.CompareAndSwap(nil, &closedQueue) {
+		if q.producerTop.CompareAndSwap(nil, &closedQueue) || q.isClosed() {
 			return
 		}
 	}
 }
+
+// isClosed reports whether close has closed the queue. Consumer only.
+func (q *mpscQueue) isClosed() bool { return q.producerTop.Load() == &closedQueue }
 
 // pop removes and returns the oldest node, or nil if the queue is empty.
 // Consumer only.
@@ -159,6 +164,11 @@ func (q *mpscQueue) takeAll() {
 // is then touched once. Consumer only.
 func (q *mpscQueue) take() *Timeout {
 	var head *Timeout
+	// Only the consumer closes the queue: one it finds open stays open
+	// through the Swap.
+	if q.isClosed() {
+		return nil
+	}
 	explorePoint("queue take")
 	for top := q.producerTop.Swap(nil); top != nil; {
 		n := top
@@ -187,5 +197,9 @@ func (q *mpscQueue) takeDropped() int {
 // isEmpty reports whether nothing has been pushed that pop has not returned.
 // Consumer only.
 func (q *mpscQueue) isEmpty() bool {
-	return q.consumerHead == nil && q.producerTop.Load() == nil
+	if q.consumerHead != nil {
+		return false
+	}
+	top := q.producerTop.Load()
+	return top == nil || top == &closedQueue
 }

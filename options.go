@@ -115,16 +115,22 @@ func WithMaxPendingTimeouts(n int64) Option {
 // handed out either (it stays pending until cancelled); a periodic one stays
 // out on that run for good, pending (in [Timer.PendingTimeouts]) with no
 // later run due, and [Timeout.Reset] returns false on it. [Timeout.Cancel]
-// still cancels it (its [CancelledTask] call, and its count in
-// [Timer.Stats], then come at [Timer.Stop]), and Stop returns it if it was
-// not cancelled. If exec panics, the panic is logged: a one-shot task may
-// not run, and a periodic run that did not start goes back to the worker,
-// whose next run is due a period later.
+// and [Timer.Stop] still cancel it, and Stop returns it if Cancel did not
+// (both count in [Timer.Stats] by the time Stop returns), but the run holds
+// it for good: no [CancelledTask] call comes, and no Timer may arm it again.
+// On a Timer made [WithoutWorker], [Timer.NextDeadline] then keeps the owner
+// looking once a tick, as for any run out. If exec panics, the panic is
+// logged: a one-shot task may not run, and a periodic run that did not start
+// goes back to the worker, whose next run is due a period later.
 //
-// Stop does not wait for runs on exec's goroutines. A Timeout that such a
-// run schedules again as Stop comes is cancelled when the run returns, and is
-// then not among the timeouts Stop returned; if it was cancelled before, its
-// [CancelledTask] call is made then, on that goroutine.
+// Stop does not wait for runs on exec's goroutines. A periodic Timeout whose
+// run is out as Stop comes is cancelled, returned by Stop, and held by that
+// run until it returns (see [Timer.Stop]). A Timeout that such a run
+// schedules again as Stop comes, and that the run hands back after Stop has
+// finished, ends cancelled as the run returns, counted in Stats, and is not
+// among the timeouts Stop returned: if its task is a [CancelledTask], its
+// Cancelled call is made then, on that goroutine, whether Cancel cancelled
+// it or not.
 //
 // See the example of [WithTaskWorkers], the pool the timer owns, which most
 // programs want instead.
@@ -140,7 +146,8 @@ func WithTaskExecutor(exec func(task func())) Option {
 
 // WithTaskWorkers runs tasks on a pool of n goroutines that the Timer starts
 // with its worker and ends in Stop, which waits for the tasks running on
-// them. A slow task (a blocked write, say) then delays only its own pool
+// them (and cancels what they schedule meanwhile as it comes, so that a task
+// that waits on a deadline context it made does not hold Stop up). A slow task (a blocked write, say) then delays only its own pool
 // goroutine, not expiry, nor the other tasks while another pool goroutine is
 // free. Every task of the timer runs on the pool, so give n more goroutines
 // than tasks that may block at once. [CancelledTask]'s Cancelled still runs on

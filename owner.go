@@ -125,11 +125,17 @@ func (t *Timer) advance(target int64) int {
 // waits in a level above the wheel and is taken down a level at a time: an
 // owner that sleeps until NextDeadline then wakes once a level with nothing
 // to run (three times for a timeout an hour ahead on a wheel of 8 buckets of
-// 10ms). It first takes in
-// the timeouts scheduled, reset or cancelled from any goroutine before the
-// call, so an owner that sleeps until the time it returns, or until another
-// goroutine wakes it after scheduling, misses nothing. It allocates nothing
-// and does not walk the timeouts.
+// 10ms). It first takes in the timeouts scheduled, reset or cancelled from
+// any goroutine before the call, so an owner that sleeps until the time it
+// returns, or until another goroutine wakes it after scheduling, misses
+// nothing. It allocates nothing and does not walk the timeouts.
+//
+// It counts the runs handed to a [WithTaskExecutor] executor that have not
+// returned: as one returns it hands its Timeout back (a periodic one for its
+// next run, or one its task armed again), and nothing tells the owner. While
+// one is out, NextDeadline is at most the end of the tick the owner is in
+// (the first at which what comes back could run), so an owner that sleeps
+// until NextDeadline looks once a tick until the run returns.
 //
 // NextDeadline returns false, and changes nothing, on a Timer with a worker,
 // after [Timer.Stop], and while an Advance or NextDeadline of the Timer is in
@@ -140,8 +146,11 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 	if !t.conf.owned || !t.own.advancing.CompareAndSwap(false, true) {
 		return time.Time{}, false
 	}
+	// Let go of as it returns, or as a Cancelled call that the take-in
+	// makes calls runtime.Goexit; if the Timer was stopped meanwhile, the
+	// clean-up is done first (see releaseOwner).
+	defer t.releaseOwner()
 	if t.isStopped() {
-		t.releaseOwner()
 		return time.Time{}, false
 	}
 	if !t.nothingToTakeIn() {
@@ -150,14 +159,18 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 		t.publishStats() // the cancels it took in count at once
 	}
 	at := t.own.nextDueAt
-	if !t.nothingToTakeIn() {
-		// A Cancelled call made as it took them in scheduled more: the
-		// next Advance takes that in, and is due at once.
-		at = min(at, t.own.lastNow)
+	if t.own.runsOut.Load() > 0 {
+		// A run out on the executor hands its Timeout back (a periodic
+		// one, or one armed again from its task) as it returns, which no
+		// call tells the owner: the owner looks again at the end of the
+		// tick it is in, the first at which what it hands back could run.
+		at = min(at, t.tickEnd(t.wheel.tick))
 	}
-	t.own.advancing.Store(false)
-	if t.isStopped() {
-		t.collectForStop() // a Stop that found advancing held left it to us
+	if !t.nothingToTakeIn() {
+		// A Cancelled call made as it took them in scheduled more, or a
+		// run returned meanwhile: the next Advance takes that in, and is
+		// due at once.
+		at = min(at, t.own.lastNow)
 	}
 	if at == math.MaxInt64 && t.PendingTimeouts() == 0 {
 		return time.Time{}, false
@@ -204,18 +217,19 @@ func (t *Timer) updateNextDueAt() {
 }
 
 // releaseOwner lets go of advancing. If the Timer was stopped meanwhile, by
-// a task or by another goroutine whose Stop found advancing held, it cancels
-// what is pending first.
+// a task or by another goroutine whose Stop found advancing held, it
+// cleans up first (see cleanUpOwned). It is safe to call as the goroutine
+// exits by runtime.Goexit (a task's or a Cancelled call's): it lets go of
+// advancing whatever happens.
 func (t *Timer) releaseOwner() {
-	if t.isStopped() && !t.own.collected {
-		t.own.collected = true
-		t.collectUnprocessed()
-		t.closeQueues()
-		t.publishStats()
-	}
-	t.own.advancing.Store(false)
+	defer func() {
+		t.own.advancing.Store(false)
+		if t.isStopped() {
+			t.collectForStop() // a Stop that came after the check below left it to us
+		}
+	}()
 	if t.isStopped() {
-		t.collectForStop()
+		t.cleanUpOwned()
 	}
 }
 
@@ -230,9 +244,30 @@ func (t *Timer) collectForStop() []*Timeout {
 	if t.own.collected {
 		return nil
 	}
-	t.own.collected = true
-	t.collectUnprocessed()
-	t.closeQueues()
-	t.publishStats()
+	t.cleanUpOwned()
 	return t.life.unprocessed
+}
+
+// cleanUpOwned is the clean-up of a stopped owned Timer, by the holder of
+// advancing, once: it cancels what is pending (and makes the Cancelled
+// calls still owed) and closes the queues. A Cancelled call may call
+// runtime.Goexit: the clean-up then goes on from where it was, as the
+// goroutine exits (each timeout has left its list before its call, see
+// collectUnprocessed), so that it ends however many calls do.
+func (t *Timer) cleanUpOwned() {
+	if t.own.collected {
+		return
+	}
+	done := false
+	defer func() {
+		if !done {
+			if r := recover(); r != nil {
+				panic(r) // not a Goexit: nothing of the core's panics here
+			}
+			t.cleanUpOwned() // a Cancelled call called runtime.Goexit
+		}
+	}()
+	t.shutdown()
+	t.own.collected = true
+	done = true
 }

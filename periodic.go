@@ -71,6 +71,7 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 		e := &periodicExec{}
 		e.run = func() {
 			if e.handedOut.CompareAndSwap(true, false) {
+				defer t.executorRunReturned()
 				t.runPeriodic(to, p, false)
 			}
 		}
@@ -113,43 +114,67 @@ func nextPeriod(due, period int64) int64 {
 
 // runPeriodic runs one run of a periodic timeout that the worker handed out,
 // on the calling goroutine (the worker's if onWorker), and returns the time
-// it returned. A run that was cancelled, or whose timer was stopped, after
-// it was handed out (while it waited in the pool's queue, say) is skipped:
-// the timeout is pending until then, so its task must not run after Cancel
-// or Stop. A run off the worker that starts more than a period after it was
-// due starts as the latest run due, so that the next is not due at once.
-//
-// Then the timeout goes back to the worker for its next run, due a period
-// after this one (skipping those more than a period behind the return), even
+// it returned. Then the timeout goes back to its Timer (see handBack), even
 // if the task panicked or called runtime.Goexit.
 func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (returned int64) {
 	defer func() { returned = t.handBack(to, p) }()
-	if to.IsCancelled() || t.isStopped() {
-		return
+	if onWorker || t.startPeriodic(to, p) {
+		t.callTask(to, p)
 	}
-	if !onWorker {
-		now := t.elapsed()
-		s := to.lock()
-		if s.held() == heldPeriodicRun {
-			atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
-		}
-		to.unlock(s)
-	}
-	t.callTask(to, p)
 	return
 }
 
+// startPeriodic decides, in one critical section, whether a periodic run
+// handed to the pool or the executor starts: only if its timeout is still
+// pending on the list of runs, and its Timer not stopped. A run that Cancel
+// or Stop came before is skipped, so that its task never runs after either
+// has returned; one that starts before them is in progress, and goes on.
+// (A run on the worker is in progress as it is handed out: nothing else runs
+// there in between.) A run that starts more than a period after it was due
+// starts as the latest run due, so that the next is not due at once.
+func (t *Timer) startPeriodic(to *Timeout, p *periodicTask) bool {
+	now := t.elapsed()
+	s := to.lock()
+	start := s.phase() == stPending && s.held() == heldPeriodicRun && !t.isStopped()
+	if start {
+		atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
+	}
+	to.unlock(s)
+	return start
+}
+
 // handBack gives a periodic timeout whose run has returned (or, if its
-// executor failed, never started) back to the worker, through its queue of
-// new timeouts, for its next run; from then on Reset may move it. It sets
-// that run's deadline first, and returns the time it read to do so. If
-// Stop has taken the timeout off the list of runs meanwhile, it hands
-// nothing back.
+// executor failed, never started) back to its Timer, and returns the time
+// it read to do so.
+//
+// One still on the list of runs goes back through its queue of new
+// timeouts for its next run, due a period after this one (skipping those
+// more than a period behind now); from then on Reset may move it. One that
+// Stop took off the list of runs as it stopped (heldRun: cancelled, its
+// cancel counted, and held by this run until now) goes back to the stopping
+// worker through the changes queue, as one Stop took from its bucket does
+// (heldChanges): the worker lets go of it and makes its Cancelled call, if
+// Cancel cancelled it first and one is owed. If that worker has closed its
+// queues (a run on an executor that returned after Stop), the run lets go of
+// it itself, and makes that call here.
 func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 	now := t.elapsed()
 	s := to.lock()
-	if s.held() != heldPeriodicRun {
-		to.unlock(s) // Stop took it off the list of runs
+	if assertInvariants {
+		assertFoundIn(to, s, "a periodic run", heldPeriodicRun, heldRun)
+	}
+	if s.held() == heldRun {
+		if t.changes.push(to) {
+			to.unlock(s.withHeld(heldChanges))
+			t.wakeWorker()
+			return now
+		}
+		owed := s&stOwesCancelled != 0
+		task := to.task
+		to.unlock(s.withHeld(heldNowhere) &^ stOwesCancelled)
+		if owed {
+			t.callCancelled(to, task)
+		}
 		return now
 	}
 	next := skipBehind(nextPeriod(to.deadline, p.period), p.period, now)
@@ -157,7 +182,7 @@ func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 	// The push succeeds: a stopping worker closes the queues only after it
 	// has taken every run off its list.
 	if !t.shardFor(to).timeouts.push(to) {
-		to.unlock(s)
+		t.endAside(to, s)
 		return now
 	}
 	to.unlock(s.withHeld(heldReturning))

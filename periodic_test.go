@@ -409,3 +409,82 @@ func TestInvalidPeriodIsRejected(t *testing.T) {
 	assert.ErrorIs(t, err, hashedwheel.ErrNilTask)
 	assert.Zero(t, tm.PendingTimeouts())
 }
+
+// heldRun is a periodic task whose first run holds its goroutine until
+// released, and that counts the runs of its Timeout in flight.
+type heldRun struct {
+	started  chan struct{} // closed as the first run starts
+	release  chan struct{} // closed by the test to let the first run return
+	inFlight atomic.Int32  // runs of the Timeout going on, this task's and others'
+	overlaps atomic.Int32  // runs that started while another was in flight
+	runs     atomic.Int32
+}
+
+func newHeldRun() *heldRun {
+	return &heldRun{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldRun) Run(*hashedwheel.Timeout) {
+	defer h.enter()()
+	if h.runs.Add(1) == 1 {
+		close(h.started)
+		<-h.release
+	}
+}
+
+// enter counts a run of the Timeout in flight, and returns what ends it.
+func (h *heldRun) enter() func() {
+	if h.inFlight.Add(1) > 1 {
+		h.overlaps.Add(1)
+	}
+	return func() { h.inFlight.Add(-1) }
+}
+
+// other is a task for an arm of the same Timeout on another Timer: its runs
+// count in h's.
+func (h *heldRun) other() hashedwheel.TimerTask {
+	return hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { h.enter()() })
+}
+
+// TestGuarantee12StopLeavesAPeriodicRunInProgressToFinish: a periodic
+// Timeout whose run is out on a pool or an executor when Stop comes is
+// cancelled and returned by Stop, and its run goes on; until the run
+// returns, the Timeout is still held by it, so Schedule on another Timer
+// returns ErrTimeoutPending rather than start a run beside it (guarantees
+// 12 and 21: runs of one Timeout never overlap). Once the run returns it
+// may be scheduled anywhere.
+func TestGuarantee12StopLeavesAPeriodicRunInProgressToFinish(t *testing.T) {
+	for name, opt := range map[string]hashedwheel.Option{
+		"pool":     hashedwheel.WithTaskWorkers(1),
+		"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, _ := startedTimer(t, opt)
+				tm2, _ := startedTimer(t)
+				h := newHeldRun()
+				p, err := tm.NewPeriodicTimeout(h, jobTick)
+				require.NoError(t, err)
+				<-h.started
+				stopped := make(chan []*hashedwheel.Timeout)
+				go func() { stopped <- tm.Stop() }()
+				synctest.Wait() // Stop has cancelled what is pending
+				require.True(t, p.IsCancelled(), "Stop did not cancel the periodic Timeout")
+
+				err = tm2.Schedule(p, h.other(), 0)
+				assert.ErrorIs(t, err, hashedwheel.ErrTimeoutPending, "Schedule on another Timer while its run is out")
+				time.Sleep(5 * jobTick)
+				assert.Zero(t, h.overlaps.Load(), "a run started beside the one in progress")
+
+				close(h.release)
+				assert.Equal(t, []*hashedwheel.Timeout{p}, <-stopped)
+				synctest.Wait() // the run has returned
+				require.NoError(t, tm2.Schedule(p, h.other(), 0), "Schedule on another Timer once the run returned")
+				time.Sleep(5 * jobTick)
+				assert.Zero(t, h.overlaps.Load())
+				assert.Equal(t, int32(1), h.runs.Load(), "runs of the periodic task: none after Stop")
+				assert.True(t, p.IsExpired(), "the arm on the other Timer did not run")
+			})
+		})
+	}
+}

@@ -137,8 +137,9 @@ func (p *taskPool) loop(i int) {
 	exited = true
 }
 
-// close lets the pool goroutines finish the queued tasks and exit, and waits
-// for them. The worker calls it as it exits.
+// close lets the pool goroutines finish the queued tasks and exit: done is
+// closed once they have. The worker calls it as it exits (see
+// Timer.waitForPool), once or, resuming its clean-up, again.
 func (p *taskPool) close() {
 	p.mu.Lock()
 	p.closed = true
@@ -146,7 +147,6 @@ func (p *taskPool) close() {
 		p.wakeup <- struct{}{}
 	}
 	p.mu.Unlock()
-	<-p.done
 }
 
 // runs reports whether goroutine id is one of the pool's. A nil pool has

@@ -55,6 +55,9 @@ func (t *Timer) handOut(h hand) int64 {
 		t.conf.pool.submit(h.to, h.task)
 		return handedOff
 	case runsOnExecutor:
+		if t.conf.owned {
+			t.own.runsOut.Add(1) // see NextDeadline
+		}
 		t.execute(h.to, h.task)
 		return ranHere
 	}
@@ -104,17 +107,18 @@ func (t *Timer) runOneShot(to *Timeout, task TimerTask) {
 // armed again meanwhile, the common case, is let go in one step.
 // An arm made while the run was out (on this run's Timer) goes to that
 // Timer's queue of new timeouts now, cancelled or not. If the Timer has
-// stopped and let go of its queues meanwhile, which happens only to a run
-// that Stop does not wait for (on a WithTaskExecutor executor's goroutine),
-// the arm ends cancelled here, out of Stop's reach, counted among the
-// cancels the worker never saw, and a Cancelled call owed (Cancel cancelled
-// the arm before) is made here.
+// stopped and closed its queues meanwhile, which happens only to a run that
+// Stop does not wait for (on a WithTaskExecutor executor's goroutine), the
+// arm ends here, out of Stop's reach (see endAside).
 func (t *Timer) endRun(to *Timeout) {
 	if s := to.load(); s&(phaseMask|heldMask) == stExpired|heldRun && to.swap(s, s.withHeld(heldNowhere)) {
 		return
 	}
 	s := to.lock()
-	if s.held() != heldRun || s.phase() == stExpired {
+	if assertInvariants {
+		assertFoundIn(to, s, "a one-shot run", heldRun)
+	}
+	if s.phase() == stExpired {
 		to.unlock(s.withHeld(heldNowhere))
 		return
 	}
@@ -124,15 +128,27 @@ func (t *Timer) endRun(to *Timeout) {
 		nt.wakeWorker()
 		return
 	}
-	nt.shardFor(to).cancelledAside.Add(1)
+	nt.endAside(to, s)
+}
+
+// endAside ends, in the critical section of to (state s, still held by
+// its run), an arm that its run hands back to a Timer that has stopped and
+// closed its queues: the arm ends cancelled, let go of here, out of the
+// reach of Stop, which has returned. Its cancel is counted among those the
+// worker never saw. If the arm was pending (armed as Stop came), or
+// cancelled by Cancel with its call owed, and its task is a CancelledTask,
+// the call is made here, on the run's goroutine: Stop does not return the
+// arm, and the call is how its owner learns that it ended.
+func (t *Timer) endAside(to *Timeout, s state) {
+	t.shardFor(to).cancelledAside.Add(1)
 	if s.phase() == stPending {
-		nt.pendingFor(to).Add(-1)
+		t.pendingFor(to).Add(-1)
 	}
-	call := s&stOwesCancelled != 0
+	call := s&stOwesCancelled != 0 || s.phase() == stPending && s&stWantsCancelled != 0
 	task := to.task
 	to.unlock(s.withPhase(stCancelled).withHeld(heldNowhere) &^ stOwesCancelled)
 	if call {
-		nt.callCancelled(to, task)
+		t.callCancelled(to, task)
 	}
 }
 
@@ -161,6 +177,7 @@ func (t *Timer) execute(to *Timeout, task TimerTask) {
 		if r := recover(); r != nil {
 			if p.exec.handedOut.CompareAndSwap(true, false) {
 				t.handBack(to, p) // the run never started
+				t.executorRunReturned()
 			}
 			t.logError("hashedwheel: task executor panicked",
 				"timeout", to, "panic", r, "stack", string(debug.Stack()))
@@ -197,7 +214,17 @@ func (r *execRun) run() {
 	t, to, task := r.t, r.to, r.task
 	r.t, r.to, r.task = nil, nil, nil
 	execRuns.Put(r)
+	defer t.executorRunReturned()
 	t.runOneShot(to, task)
+}
+
+// executorRunReturned notes that a run handed to the executor has returned,
+// after it has handed its Timeout back: an owned Timer's NextDeadline stops
+// counting it.
+func (t *Timer) executorRunReturned() {
+	if t.conf.owned {
+		t.own.runsOut.Add(-1)
+	}
 }
 
 func (t *Timer) recoverPanic(to *Timeout, what string) {

@@ -69,7 +69,8 @@ func TestTaskExecutorRunsTasksOffTheWorker(t *testing.T) {
 // TestTaskExecutorThatDropsARun holds what WithTaskExecutor's godoc says of
 // a run its executor never calls: a one-shot task never runs and its
 // timeout is expired; a periodic timeout stays pending on that run, with no
-// later run and Reset false, until Cancel or Stop.
+// later run and Reset false, until Cancel or Stop, which count it, and the
+// run holds it for good: no Cancelled call, and no Timer arms it again.
 func TestTaskExecutorThatDropsARun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var handed atomic.Int32
@@ -97,11 +98,14 @@ func TestTaskExecutorThatDropsARun(t *testing.T) {
 		require.True(t, kept.Cancel())
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Empty(t, task.cancelled, "Cancelled called before Stop")
+		assert.Empty(t, task.cancelled, "Cancelled called while the run is out")
 		assert.Zero(t, tm.Stats().Cancelled, "counted as cancelled before Stop")
 		assert.Empty(t, tm.Stop(), "Stop returned a timeout Cancel cancelled")
-		assert.Len(t, task.cancelled, 1, "Cancelled not called by Stop")
-		assert.Equal(t, uint64(2), tm.Stats().Cancelled)
+		assert.Equal(t, uint64(2), tm.Stats().Cancelled, "Stop counts the cancels of the runs out")
+		// Held by runs that never return: no call, and no Timer may arm them.
+		assert.Empty(t, task.cancelled, "Cancelled called while the run is out")
+		tm2, _ := startedTimer(t)
+		assert.ErrorIs(t, tm2.Schedule(kept, task, 0), hashedwheel.ErrTimeoutPending)
 	})
 }
 

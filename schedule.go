@@ -150,8 +150,9 @@ func (t *Timer) nudgeWorker(now int64) {
 // WithoutWorker, its owner's next Advance or NextDeadline), or ran on another
 // Timer and its run has not returned yet; if its task is a
 // CancelledTask whose Cancelled call is still owed (it may be scheduled from
-// inside Cancelled); and if it was periodic and cancelled during a run that
-// has not returned. Calls racing on one ended Timeout arm it once: the others
+// inside Cancelled); and if it was periodic and cancelled (by Cancel, or by
+// its Timer's Stop) during a run that has not returned. Calls racing on one
+// ended Timeout arm it once: the others
 // get that error, unless a Cancel ended the arm first. On its own Timer, a
 // cancelled Timeout is armed again at once, where it is, for the cost of the
 // Cancel: the worker has nothing to do until its new deadline.
@@ -204,9 +205,13 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 // armed as it is. (Unlike Every, it does not skip runs that fall behind: a
 // deadline a period after one that ran late may have passed already, and
 // then runs at the next tick.) A deadline without a monotonic reading (from
-// time.Date, time.Unix, a parse, or Round(0)) is taken on the wall clock,
-// read once. The first call on a Timer not started yet starts it, which
-// reads the clock.
+// time.Date, time.Unix, a parse, or Round(0)) is taken on the wall clock:
+// its distance from a reading of the wall clock, counted from a reading of
+// the Timer's own clock taken just after. On a loaded machine the two
+// readings may be milliseconds apart (3.8 ms seen on two busy cores), and the
+// task may then run that much after the deadline, never before it; a later
+// step of the wall clock (by NTP, say) does not move it. The first call on a
+// Timer not started yet starts it, which reads the clock.
 //
 // deadline must come from the clock the Timer runs on. A time with a
 // monotonic reading, given to a Timer made in a testing/synctest bubble
@@ -254,9 +259,18 @@ func (t *Timer) sinceStart(deadline time.Time) (at, now int64, err error) {
 	if isFakeClock(wall) != t.conf.createdOnFakeClock {
 		return 0, 0, ErrClockMismatch
 	}
-	now = int64(wall.Sub(t.life.startTime))
-	// deadline has no monotonic reading: Sub takes the wall clocks'
-	// difference, saturated.
+	// The distance to deadline on the wall clock, from the wall reading of
+	// wall (deadline has no monotonic reading: Sub takes the wall clocks'
+	// difference, saturated), counts from a reading of the Timer's clock
+	// taken after it. time.Now reads the wall and the monotonic clocks one
+	// after the other, and a thread descheduled between the two puts them
+	// apart (by up to 3.8 ms seen on a loaded machine): through wall's own
+	// monotonic reading the deadline would come early by that much where
+	// the monotonic clock is read first. Read after both, it can only come
+	// late by it.
+	if now = t.elapsed(); now < 0 {
+		return 0, 0, ErrClockMismatch
+	}
 	return max(addOffset(now, deadline.Sub(wall)), 0), now, nil
 }
 

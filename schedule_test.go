@@ -1826,3 +1826,61 @@ func TestGuarantee22ScheduleAtOnTheRealClock(t *testing.T) {
 		})
 	}
 }
+
+// heldCancelledRun is a heldRun whose task is a CancelledTask: its
+// Cancelled call notes whether a run was in flight, then schedules the
+// Timeout on another Timer.
+type heldCancelledRun struct {
+	*heldRun
+	other        *hashedwheel.Timer
+	calls        atomic.Int32
+	runOutAtCall atomic.Bool
+	scheduled    chan error
+}
+
+func (h *heldCancelledRun) Cancelled(to *hashedwheel.Timeout) {
+	h.calls.Add(1)
+	if h.inFlight.Load() != 0 {
+		h.runOutAtCall.Store(true)
+	}
+	h.scheduled <- h.other.Schedule(to, h.heldRun.other(), 0)
+}
+
+// TestGuarantee21ScheduleFromInsideTheCancelledCallOfARunOutAsStopComes: a
+// periodic Timeout cancelled by Cancel during its run on a pool or an
+// executor, then by Stop, is held by that run until it returns: its
+// Cancelled call comes once the run has returned, and an arm on another
+// Timer made from inside the call never runs beside it.
+func TestGuarantee21ScheduleFromInsideTheCancelledCallOfARunOutAsStopComes(t *testing.T) {
+	for name, opt := range map[string]hashedwheel.Option{
+		"pool":     hashedwheel.WithTaskWorkers(1),
+		"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, _ := startedTimer(t, opt)
+				tm2, _ := startedTimer(t)
+				h := &heldCancelledRun{heldRun: newHeldRun(), other: tm2, scheduled: make(chan error, 1)}
+				p, err := tm.NewPeriodicTimeout(h, jobTick)
+				require.NoError(t, err)
+				<-h.started
+				require.True(t, p.Cancel())
+				stopped := make(chan []*hashedwheel.Timeout)
+				go func() { stopped <- tm.Stop() }()
+				synctest.Wait()
+				time.Sleep(5 * jobTick)
+				assert.Zero(t, h.calls.Load(), "the Cancelled call came while the run was out")
+
+				close(h.release)
+				assert.Empty(t, <-stopped, "a Timeout Cancel cancelled is not among those Stop returns")
+				synctest.Wait() // the run has returned, and the call come
+				require.Equal(t, int32(1), h.calls.Load(), "Cancelled calls")
+				assert.False(t, h.runOutAtCall.Load(), "the Cancelled call came while the run was out")
+				require.NoError(t, <-h.scheduled, "Schedule on another Timer from inside the Cancelled call")
+				time.Sleep(5 * jobTick)
+				assert.Zero(t, h.overlaps.Load(), "the arm on the other Timer ran beside the run")
+				assert.True(t, p.IsExpired(), "the arm on the other Timer did not run")
+			})
+		})
+	}
+}

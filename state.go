@@ -9,11 +9,21 @@ import (
 // section under the Timeout's own lock, as the runtime guards a time.Timer
 // with its t.mu: take the lock (lock), check the state and the fields it
 // guards, write them, and release the lock with the new state (unlock). A
-// critical section never blocks, never allocates and never calls user code:
-// what it decides to do with user code (run a task, make a Cancelled call)
-// happens after it, with what it read inside. Goroutines that only look
-// (IsExpired, IsCancelled, Deadline, Timer, and the refusal of Cancel on an
-// arm that has ended) load the word without the lock.
+// critical section never blocks and never calls user code: what it decides
+// to do with user code (run a task, make a Cancelled call) happens after it,
+// with what it read inside. It allocates nothing, but for the worker's first
+// placement of a timeout in a level above the wheel, which makes the level
+// (1.5 KiB, once per level and Timer). Goroutines that only look
+// (IsPending, IsExpired, IsCancelled, Timer, Deadline, and the refusal of
+// Cancel on an arm that has ended) load the word without the lock.
+//
+// Three kinds of change skip the lock, each for a reason of its own:
+// initState writes the first state of a Timeout NewTimeout has made and not
+// yet published (nobody else can reach it); and a swap is a section that
+// writes only the word, in one compare-and-swap from an unlocked state,
+// which fails, changing nothing, if anything changed it since it was loaded
+// (Cancel of a Timeout no bucket holds, the take of a cancelled new one that
+// owes nothing, the end of a run nobody armed again).
 //
 // The word holds:
 //   - the lock bit, stLocked;
@@ -28,35 +38,51 @@ import (
 //     needs the arm's task;
 //   - stLevel: for a Timeout in the wheel, the level it waits in: 0 for a
 //     bucket, k for a slot of level k above the wheel (see checktick.go);
-//   - the generation, the bits above: one more with every arm.
+//   - the generation, the bits above: one more with every arm (genOne).
+//
+// The generation is why a lock-free look at the word can trust the fields
+// beside it. Timeout.timer and Timeout.deadline are written only by
+// Schedule, under the lock, in the section that adds genOne, so the word
+// changes with every arm: a swap from a state s loaded unlocked succeeds
+// only if no arm began or ended since s was loaded, so the Timer that
+// Cancel's swap read between the load and the swap is the arm's; and a
+// word unlocked and the same before and after two loads of the timer and
+// the deadline says they are one arm's (see Timeout.timerAndDeadline).
 //
 // The lock guards, besides the word, the fields Timeout.task,
 // Timeout.checkTick, the writes of Timeout.timer and Timeout.deadline (read
-// without it by the lookers) and, while a Timeout is held, which list or
-// queue it is in. The worker's own structures (buckets, the list of periodic
-// runs) are the worker's: it changes them only inside a critical section of
-// the Timeout it moves, so that where a Timeout is held and the list it is
-// in change together.
+// without it by the lookers, as above) and, while a Timeout is held, which
+// list or queue it is in. The worker's own structures (buckets, the list of
+// periodic runs) are the worker's: it changes them, and a Timeout's bucket
+// links, only inside a critical section of the Timeout it moves, so that
+// where a Timeout is held and the list it is in change together.
 //
 // Where a Timeout is held (the field held), and who moves it there:
 //
 //	heldNowhere           no Timer refers to it: unarmed, or ended and let go.
 //	heldNew               in a shard's queue of new timeouts: pushed, inside
 //	                      the section, by NewTimeout's publication or Schedule
-//	                      (a Timeout heldNowhere), or by the end of a run that
-//	                      was armed again while out (heldRun).
+//	                      (a Timeout heldNowhere), or by the end of a one-shot
+//	                      run that was armed again while out (heldRun).
 //	heldBucket            in the wheel: in a bucket, or in a slot of a level
 //	                      above the buckets (stLevel); placed by the worker.
 //	heldBucketAndChanges  in the wheel, and in the changes queue (Timeout.next):
 //	                      pushed there, inside the section, by a Cancel of a
 //	                      Timeout heldBucket, or by a Reset to a deadline
-//	                      before its check tick. The worker alone takes it out.
-//	heldChanges           in the changes queue, and out of its bucket: a
-//	                      stopping worker took it from its bucket.
-//	heldRun               out on a one-shot run on the pool or the executor,
-//	                      not returned. (A run on the worker's own goroutine
-//	                      is let go as it is handed out: nothing else runs
-//	                      there meanwhile.)
+//	                      before its check tick (or of any deadline during an
+//	                      owned Timer's Advance). The worker alone takes it out.
+//	heldChanges           in the changes queue, and on no list of the Timer,
+//	                      its cancel counted: a stopping worker took it from
+//	                      its bucket, or the periodic run that held it
+//	                      (heldRun) returned after Stop. Whoever takes it from
+//	                      the queue lets go of it, and makes its call.
+//	heldRun               out on a run, on no list of the Timer: the run of
+//	                      a one-shot arm, wherever it runs (the worker, the
+//	                      pool, the executor, an owner's Advance), until the
+//	                      run returns (endRun); or a periodic run that a
+//	                      stopping worker took off the list of runs, until it
+//	                      returns (handBack). Nothing else lets go of it, so
+//	                      runs of one Timeout never overlap, whoever cancels it.
 //	heldPeriodicRun       out on a periodic run, and on the worker's list of
 //	                      runs; Reset refuses it.
 //	heldReturning         a periodic run has returned: in a queue of new
@@ -64,48 +90,73 @@ import (
 //
 // The critical sections, one row each. From: the phase and held value that
 // the section acts on (others it leaves as they are, or refuses). To: what
-// it writes. Every row runs under the Timeout's lock; the functions are
-// named beside it.
+// it writes. Every row but those marked (no lock) runs under the Timeout's
+// lock; the functions are named beside it.
 //
 //	by                        from                          to                                       function
-//	NewTimeout (unpublished)  unarmed, nowhere              pending, new; pushed                     Timer.scheduleTimeout
+//	NewTimeout (no lock)      unarmed, unpublished          pending, new; pushed                     Timer.scheduleTimeout
 //	Schedule(At)              ended, nowhere                pending, new; pushed                     Timer.arm
 //	Schedule(At)              expired, run (on this Timer)  pending, run (its end pushes it)         Timer.arm
 //	Schedule(At) (revive)     cancelled, new, bucket+chg,   pending, where it is; the cancel is
 //	                          run or returning, this Timer  counted aside                            Timer.arm
 //	Cancel                    pending, bucket               cancelled, bucket+changes; pushed        Timeout.Cancel
-//	Cancel                    pending, elsewhere            cancelled, where it is                   Timeout.Cancel
+//	Cancel (no lock: swap)    pending, elsewhere            cancelled, where it is                   Timeout.Cancel
 //	Reset                     pending, not periodic run     new deadline; bucket -> bucket+changes
-//	                                                        and pushed if before its check tick     Timeout.Reset
+//	                                                        and pushed if before its check tick, or
+//	                                                        during an owned Timer's Advance          Timeout.Reset
+//	worker, queue take        cancelled, new, no call owed  nowhere, counted                         Timeout.dropCancelled
+//	  (no lock: swap)
 //	worker, new timeout       pending, new or returning     bucket (placed)                          Timer.takeNew
-//	worker, new timeout       cancelled, new or returning   nowhere; Cancelled call taken            Timer.takeNew
+//	worker, new timeout       cancelled, new or returning   nowhere; call taken                      Timer.takeNew
 //	worker, changes queue     pending, bucket+changes       bucket (placed again)                    Timer.takeChange
 //	worker, changes queue     cancelled, bucket+changes     nowhere, unlinked; call taken            Timer.takeChange
-//	worker, changes queue     any, changes (stopping)       nowhere; call taken                      Timer.takeChange
+//	worker, changes queue     cancelled, changes            nowhere; call taken (counted before)     Timer.takeChange
 //	worker, cascade           any, bucket (a level's slot)  placed a level lower, or in a bucket     Timer.cascade
 //	worker, bucket walk       pending, bucket, not due      bucket (placed again)                    Timer.expireTimeouts
-//	worker, bucket walk       pending, bucket, due          expired, run or nowhere; periodic: periodic run  Timer.expireDue
-//	run's goroutine           any, run                      nowhere; new and pushed if armed again   Timer.endRun
-//	run's goroutine           any, periodic run             returning, next deadline; pushed         Timer.handBack
-//	worker, stopping          pending, held by the Timer    cancelled (Stop's), let go               Timer.cancelForStop
-//	worker, stopping          cancelled, held by the Timer  let go; call taken                       Timer.cancelForStop
+//	worker, bucket walk       pending, bucket, due          one-shot: expired, run; periodic:
+//	                                                        pending, periodic run, on the list       Timer.expireTimeouts,
+//	                                                                                                 ends in expireDue
+//	run's goroutine, start    pending, periodic run         as it is; starts the task or skips it    Timer.startPeriodic
+//	  (pool, executor)
+//	run's goroutine, end      expired, run                  nowhere (no lock: swap, or the lock)     Timer.endRun
+//	run's goroutine, end      pending or cancelled, run     new; pushed (armed again while out)      Timer.endRun
+//	run's goroutine, end      periodic run                  returning, next deadline; pushed         Timer.handBack
+//	run's goroutine, end      cancelled, run (periodic)     changes; pushed to the changes queue     Timer.handBack
+//	run's goroutine, end      any, run, queues closed       cancelled, nowhere; counted aside; call  Timer.endRun, Timer.handBack,
+//	  (after Stop)                                          if owed, or if it was pending and wants it  end in endAside
+//	worker, stopping          pending, new, bucket,         cancelled (Stop's), let go; returned     Timer.cancelForStop
+//	                          bucket+chg or returning
+//	worker, stopping          cancelled, new, bucket or     nowhere; call taken                      Timer.cancelForStop
+//	                          returning
+//	worker, stopping          cancelled, bucket+changes     changes (counted; call taken there)      Timer.cancelForStop
+//	worker, stopping          any, periodic run             cancelled (Stop's, returned, if it was
+//	                                                        pending), run, off the list; counted     Timer.cancelRunForStop
+//	Task, String, Deadline    any                           as it is: they read the arm              Timeout.Task, Timeout.String,
+//	                                                                                                 Timeout.timerAndDeadline
 //
 // "ended" is cancelled or expired, with no Cancelled call owed. "Let go"
 // is heldNowhere, or heldChanges for a Timeout that is still in the
 // changes queue: whoever takes it from there lets go of it. "Call taken":
 // if stOwesCancelled is set, the section clears it and reads the task, and
-// the worker makes the Cancelled call after the section. The worker is the
-// worker goroutine, or the holder of an owned Timer's own.advancing;
-// "stopping" is that goroutine cancelling what is pending for Stop. A
-// Cancelled call owed for a Timeout that leaves the worker otherwise (an
-// arm a late executor run made as Stop came) is made by the goroutine that
-// lets go of it.
+// the Cancelled call is made after the section. The worker is the worker
+// goroutine, or the holder of an owned Timer's own.advancing; "stopping" is
+// that goroutine cancelling what is pending for Stop (see Timer.shutdown).
+// The function named is the one that takes the lock (or swaps); a name after
+// it ends the section. TestStateTableNamesEverySection holds the table to
+// the code: every function that takes a Timeout's lock, swaps or sets its
+// first state is named here, and every name is a function.
+// A Cancelled call owed for a Timeout that leaves the Timer otherwise (a run
+// that returns after its Timer closed its queues) is made by the goroutine
+// that lets go of it.
 //
-// Rules that follow from the table, checked at every unlock under the tag
-// hashedwheel_assert (see assertState): a cancelled Timeout in a bucket is
-// in the changes queue too (heldBucketAndChanges), so the worker takes the
-// cancel in at its next take-in; an expired one is held by its run or
-// nowhere; a Cancelled call is owed only by a cancelled arm that wants it.
+// Rules that follow from the table, checked at every unlock and swap under
+// the tag hashedwheel_assert (see assertState): a pending Timeout is held
+// somewhere; a cancelled Timeout in a bucket is in the changes queue too
+// (heldBucketAndChanges), so the worker takes the cancel in at its next
+// take-in; an expired one is held by its run or nowhere; a Cancelled call is
+// owed only by a cancelled arm that wants it. And wherever the worker finds
+// a Timeout (a queue, a bucket, the list of runs, a run that returns), its
+// state says it is held there (see assertFoundIn).
 
 // state is a Timeout's state word.
 type state uint32
@@ -168,8 +219,9 @@ func (to *Timeout) load() state {
 // lock takes the Timeout's lock and returns the state, without stLocked.
 // Critical sections are short and never block: a caller that finds the lock
 // held tries again at once, as its holder, running on another CPU, is out
-// in tens of nanoseconds, and yields its CPU only after lockSpins tries, in
-// case the holder was preempted (or shares its CPU).
+// within tens of nanoseconds (the longest, the worker's hand-out of a run,
+// reads the clock at most once), and yields its CPU only after lockSpins
+// tries, in case the holder was preempted (or shares its CPU).
 func (to *Timeout) lock() state {
 	for spins := 0; ; spins++ {
 		explorePoint("state load")
@@ -232,6 +284,8 @@ func assertState(to *Timeout, s state) {
 		broken = "an expired Timeout is held by another than its run"
 	case phase == stPending && held == heldChanges:
 		broken = "a pending Timeout is in the changes queue out of its bucket"
+	case phase == stPending && held == heldNowhere:
+		broken = "a pending Timeout is held nowhere: no Timer would run or cancel it"
 	case s&stOwesCancelled != 0 && (phase != stCancelled || s&stWantsCancelled == 0):
 		broken = "a Cancelled call is owed by an arm that is not cancelled or does not want it"
 	}

@@ -7,6 +7,8 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -147,6 +149,9 @@ func TestInvariantsOfTheStateWord(t *testing.T) {
 		{stCancelled | heldChanges, true},
 		{stCancelled | stOwesCancelled, false},
 		{stPending | heldNew | stWantsCancelled | stOwesCancelled, false},
+		{stPending, false}, // held nowhere
+		{stCancelled | heldRun, true},
+		{stPending | heldRun, true},
 	} {
 		func() {
 			defer func() {
@@ -156,5 +161,92 @@ func TestInvariantsOfTheStateWord(t *testing.T) {
 			}()
 			assertState(&Timeout{}, tt.s)
 		}()
+	}
+}
+
+// TestStateTableNamesEverySection holds the table of critical sections at
+// the top of state.go to the code: every function of the package (the
+// default build) that begins a section on a Timeout, by taking its lock
+// (lock), swapping its word (swap) or setting its first state (initState),
+// is named in the table's last column, and every name there is a method of
+// Timer or Timeout. The invariant checks of assert.go, which only look,
+// are left out.
+func TestStateTableNamesEverySection(t *testing.T) {
+	fset := token.NewFileSet()
+	bp, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	sections := map[string]bool{}
+	funcs := map[string]bool{}
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "state.go" {
+			for _, g := range f.Comments {
+				// The table: the indented lines from its header on.
+				in := false
+				for line := range strings.Lines(g.Text()) {
+					switch {
+					case strings.HasPrefix(line, "\tby ") && strings.HasSuffix(strings.TrimSpace(line), "function"):
+						in = true
+					case in && !strings.HasPrefix(line, "\t"):
+						in = false
+					case in:
+						for _, m := range regexp.MustCompile(`\b(Timer|Timeout)\.(\w+)`).FindAllStringSubmatch(line, -1) {
+							named[m[1]+"."+m[2]] = true
+						}
+					}
+				}
+			}
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil {
+				continue
+			}
+			recv := fd.Recv.List[0].Type
+			if star, ok := recv.(*ast.StarExpr); ok {
+				recv = star.X
+			}
+			id, ok := recv.(*ast.Ident)
+			if !ok {
+				continue
+			}
+			full := id.Name + "." + fd.Name.Name
+			funcs[full] = true
+			if strings.HasPrefix(fd.Name.Name, "assert") || fd.Body == nil {
+				continue
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+						switch sel.Sel.Name {
+						case "lock", "swap", "initState":
+							if fd.Name.Name != "lock" {
+								sections[full] = true
+							}
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("no table of critical sections in state.go")
+	}
+	for f := range sections {
+		if !named[f] {
+			t.Errorf("%s begins a critical section on a Timeout, but the table in state.go does not name it", f)
+		}
+	}
+	for f := range named {
+		if !funcs[f] {
+			t.Errorf("the table in state.go names %s, which is no method of the package", f)
+		}
 	}
 }

@@ -4,10 +4,20 @@ package hashedwheel
 // returns them; a timeout cancelled earlier is not among them. Later calls
 // return nil. When Stop returns, the worker goroutine and the
 // [WithTaskWorkers] pool have exited; if a task is running on them, Stop waits
-// for it to return, and tasks already handed to the pool run first. Timeouts
-// still pending never run after Stop. A periodic timeout is pending between
-// its runs and during one, so Stop returns it; a run in progress on an
-// executor goroutine is not waited for.
+// for it to return, and one-shot tasks already handed to the pool run first.
+// What those tasks schedule meanwhile fails with [ErrTimerStopped], or, if it
+// raced Stop, is cancelled as it comes and returned too. Timeouts still
+// pending never run after Stop.
+//
+// A periodic timeout is pending between its runs and during one, so Stop
+// returns it, cancelled. A run of it already in progress goes on (Stop waits
+// for it on the pool, and not on a [WithTaskExecutor] executor's goroutine);
+// one handed out but not started, waiting in the pool's queue say, does not
+// start. Until such a run returns, the Timeout is still held by it, as after
+// Cancel: [Timer.Schedule] on another Timer returns [ErrTimeoutPending], so
+// that runs of one Timeout never overlap, and a [CancelledTask] call owed
+// for it comes as the run returns. A run its executor never calls holds its
+// Timeout for good.
 //
 // Called from a task running on the worker goroutine or on the pool, Stop
 // neither waits nor deadlocks: it marks the timer stopped and returns nil,
@@ -23,6 +33,11 @@ package hashedwheel
 // every callback on its goroutine. If one is in progress (Stop from a task,
 // or from another goroutine meanwhile), Stop returns nil and that call
 // cancels the pending timeouts, and makes those calls, as it returns.
+//
+// A Cancelled call that Stop's clean-up makes may call runtime.Goexit (as
+// t.FailNow does in a test): the clean-up then goes on without it, on the
+// worker's next goroutine, or, on a Timer made WithoutWorker, as the
+// caller's goroutine exits, so every timeout still ends once.
 //
 // After Stop, [Timer.NewTimeout], [Timer.AfterFunc] and [Timer.Start] return
 // [ErrTimerStopped] and [Timer.PendingTimeouts] returns 0.
@@ -66,6 +81,28 @@ func (t *Timer) Stop() []*Timeout {
 	}
 }
 
+// shutdown is the clean-up of a stopped Timer, by its worker as it exits,
+// or by the goroutine that holds an owned Timer's advancing. It cancels what
+// is pending first, so that deadline contexts fall back to the runtime's
+// timers at once rather than when the pool is done. One-shot tasks already
+// handed to the pool are expired: they run before Stop returns; periodic
+// runs handed to it were cancelled, and do not start; what their tasks (or
+// any goroutine) push meanwhile is taken as it comes. Then the queues close,
+// and later pushes fail.
+//
+// Every step can be gone through again: a Cancelled call made in one may
+// call runtime.Goexit, and the clean-up then starts over, on the worker's
+// next goroutine (see Timer.run) or as the owner's goroutine exits (see
+// cleanUpOwned), and finds done what was done.
+func (t *Timer) shutdown() {
+	t.collectUnprocessed()
+	if t.conf.pool != nil {
+		t.waitForPool()
+	}
+	t.closeQueues()
+	t.publishStats()
+}
+
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
 // t.life.unprocessed for Stop. It runs on the worker as it exits, before it
@@ -102,11 +139,10 @@ func (t *Timer) collectUnprocessed() {
 		}
 	}
 	// Periodic runs still out on the pool or with an executor: pending,
-	// so Stop returns them. Taking them off the list of runs tells the
-	// goroutine that runs one not to hand it back, and one still waiting in
-	// the pool's queue does not start, as it is cancelled.
-	// A run that has returned since the queues were taken is in one again,
-	// and is taken from there by closeQueues.
+	// so Stop returns them, but held by their runs until they return (see
+	// cancelRunForStop). A run still waiting in the pool's queue does not
+	// start, as it is cancelled. A run that has returned since the queues
+	// were taken is in one again, and is taken from there.
 	for to := t.wheel.running.head; to != nil; {
 		next := to.bucketNext
 		t.cancelRunForStop(to)
@@ -116,14 +152,65 @@ func (t *Timer) collectUnprocessed() {
 	t.processChanges()
 }
 
+// takeForStop takes, cancels and keeps for Stop what was pushed since
+// collectUnprocessed: by a NewTimeout or Schedule whose check of the Timer's
+// state came before Stop, by a run on the pool returning with its Timeout
+// armed again, or handing back a periodic one that collectUnprocessed took
+// off the list of runs; and the changes Cancel or Reset pushed. The worker
+// calls it while it waits for the pool (see waitForPool), so that what
+// tasks still running there push is not left waiting: a deadline context
+// made by one falls back to the runtime's timer at once.
+func (t *Timer) takeForStop() {
+	for i := range t.shards {
+		q := &t.shards[i].timeouts
+		for to := q.pop(); to != nil; to = q.pop() {
+			t.cancelForStop(to)
+		}
+		t.wheel.counters.cancelled += uint64(q.takeDropped())
+	}
+	t.processChanges()
+}
+
+// waitForPool lets the pool goroutines finish the runs handed to them and
+// waits until they have exited, taking meanwhile what is pushed to the
+// queues (see takeForStop): producers wake a worker that says it sleeps.
+func (t *Timer) waitForPool() {
+	p := t.conf.pool
+	p.close()
+	for {
+		explorePoint("retry load")
+		t.wake.sleeping.Store(true)
+		t.takeForStop()
+		if exploring {
+			// The interleaving explorer plays the pool's goroutines on
+			// goroutines of its own, which it schedules only at
+			// explorePoint: wait for them there.
+			select {
+			case <-p.done:
+				return
+			default:
+			}
+			explorePoint("spin")
+			continue
+		}
+		select {
+		case <-p.done:
+			t.wake.sleeping.Store(false)
+			return
+		case <-t.wake.ch:
+		}
+	}
+}
+
 // closeQueues takes, cancels and keeps for Stop what was pushed since
-// collectUnprocessed (by a NewTimeout or Schedule racing Stop, or by a pooled
-// task's run returning with its Timeout armed again), and closes the queues,
-// so that a later push fails and its caller knows nobody will take it. The
+// collectUnprocessed or the last takeForStop, and closes the queues, so
+// that a later push fails and its caller knows nobody will take it. The
 // worker calls it after the pool has finished. Each Timeout is cancelled
 // here or above, not both: Schedule refuses, under the Timeout's lock, a
 // Timer already stopped, so a Timeout that Stop let go of is not armed on it
-// again.
+// again. A queue closed stays closed: a worker that resumes its clean-up
+// after a runtime.Goexit in a Cancelled call made here goes through the
+// closed ones again, finding nothing, and closes the others.
 func (t *Timer) closeQueues() {
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
@@ -133,9 +220,16 @@ func (t *Timer) closeQueues() {
 	t.changes.close(t.takeChange)
 }
 
-// cancelRunForStop is cancelForStop for a timeout on the list of runs,
-// unless its run has returned and it is in a queue of new timeouts again:
-// closeQueues takes it from there.
+// cancelRunForStop takes to off the list of runs, where collectUnprocessed
+// found it: a periodic timeout whose run is out on the pool or the
+// executor. Unless its run has returned and it is in a queue of new
+// timeouts again (closeQueues or takeForStop takes it from there), Stop
+// cancels it if it is pending (and returns it), counts its cancel, and
+// leaves it held by its run (heldRun), on no list: no Timer may arm it
+// until the run returns, so runs of one Timeout never overlap, whoever
+// cancelled it. The run's return hands it back (see handBack), and whoever
+// lets go of it then makes its Cancelled call, if Cancel cancelled it first.
+// A run that never returns (an executor that dropped it) holds it for good.
 func (t *Timer) cancelRunForStop(to *Timeout) {
 	s := to.lock()
 	if assertInvariants {
@@ -145,25 +239,40 @@ func (t *Timer) cancelRunForStop(to *Timeout) {
 		to.unlock(s)
 		return
 	}
-	t.stopHeld(to, s)
+	t.wheel.running.remove(to)
+	ns := s.withHeld(heldRun)
+	if s.phase() == stPending {
+		ns = ns.withPhase(stCancelled)
+		t.pendingFor(to).Add(-1)
+	}
+	t.wheel.counters.cancelled++
+	to.unlock(ns)
+	if s.phase() == stPending {
+		t.life.unprocessed = append(t.life.unprocessed, to) // may allocate: after the section
+	}
 }
 
-// cancelForStop takes to off the list it is in (a queue of new timeouts it
-// was popped from, a bucket or a level's slot, the list of runs) in one critical section, and
-// lets go of it: if it is still pending, Stop cancels it and it joins
-// t.life.unprocessed; if Cancel cancelled it first, it is counted and its
-// Cancelled call made. One that is also in the changes queue is let go of,
-// and its call made, when taken from there (see takeChange).
+// cancelForStop takes to off where it is held (a queue of new timeouts it
+// was popped from, a bucket or a level's slot, and the list of runs for a
+// periodic timeout back from its run) in one critical section, and lets go
+// of it: if it is still pending, Stop cancels it and it joins
+// t.life.unprocessed; if it was cancelled (by Cancel, or by Stop as its run
+// was out), its cancel is counted and the Cancelled call owed made. One that
+// is also in the changes queue is let go of, and its call made, when taken
+// from there (see takeChange).
 func (t *Timer) cancelForStop(to *Timeout) {
 	t.stopHeld(to, to.lock())
 }
 
 // stopHeld is cancelForStop once the lock is taken, with state s.
 func (t *Timer) stopHeld(to *Timeout, s state) {
+	if assertInvariants {
+		assertFoundIn(to, s, "what Stop collects", heldNew, heldReturning, heldBucket, heldBucketAndChanges)
+	}
 	switch s.held() {
 	case heldBucket, heldBucketAndChanges:
 		t.unlink(to, s.level())
-	case heldPeriodicRun, heldReturning:
+	case heldReturning:
 		t.wheel.running.remove(to)
 	}
 	if s.phase() != stPending {

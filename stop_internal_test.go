@@ -74,3 +74,38 @@ func TestStoppedTimerRefusesPushes(t *testing.T) {
 		assert.False(t, tm.changes.push(newTimeoutOn(tm)))
 	})
 }
+
+// TestGuarantee7TimeoutPushedWhileStopWaitsForThePoolIsCancelledAtOnce: a
+// NewTimeout (or Schedule) whose check found the Timer started, and whose
+// push comes after the stopping worker has cancelled what was pending,
+// while it waits for a pooled task: the worker takes it and cancels it at
+// once, not when the pool is done, so that a deadline context falls back to
+// the runtime's timer and a pooled task that waits on it returns.
+func TestGuarantee7TimeoutPushedWhileStopWaitsForThePoolIsCancelledAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, err := NewTimer(WithTickDuration(10*time.Millisecond), WithTaskWorkers(1))
+		require.NoError(t, err)
+		running, release := make(chan struct{}), make(chan struct{})
+		_, err = tm.AfterFunc(0, func() { close(running); <-release })
+		require.NoError(t, err)
+		<-running // the pool is busy until release
+		stopped := make(chan []*Timeout)
+		go func() { stopped <- tm.Stop() }()
+		synctest.Wait() // the worker has cancelled what was pending, and waits for the pool
+
+		// What scheduleTimeout does from its push on, its check of the
+		// Timer's state having come before Stop.
+		to := newTimeoutOn(tm)
+		to.task, to.deadline = TimerFunc(func(*Timeout) {}), int64(time.Hour)
+		tm.shardFor(to).pending().Add(1)
+		to.state.Store(uint32(stPending | heldNew))
+		require.True(t, tm.shardFor(to).timeouts.push(to), "the queues are closed already")
+		tm.nudgeWorker(tm.elapsed())
+		synctest.Wait()
+		assert.True(t, to.IsCancelled(), "not cancelled while Stop waits for the pool")
+
+		close(release)
+		assert.Equal(t, []*Timeout{to}, <-stopped)
+		assert.Equal(t, uint64(1), tm.Stats().Cancelled)
+	})
+}

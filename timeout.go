@@ -25,16 +25,20 @@ type TimerTask interface {
 // The Timer calls Cancelled exactly once for each timeout of the task that
 // Cancel cancelled, after it has let go of the timeout (unlinked it from the
 // wheel): within about one tick of the Cancel call, and before the worker
-// exits even if [Timer.Stop] comes first. The call comes on the worker
-// goroutine, also with [WithTaskWorkers] or [WithTaskExecutor]; on a Timer
-// made [WithoutWorker], inside the owner's [Timer.Advance] or
-// [Timer.NextDeadline], or inside a Stop made while neither runs. One
-// exception: for an arm that a run on a WithTaskExecutor executor made as
-// Stop came, and that Cancel cancelled, the call comes on that run's
-// goroutine as the run returns (see [Timer.Schedule]). Timeouts that Stop
-// cancels are returned by Stop instead, and get no call. A panic in
-// Cancelled is recovered and logged, as one in Run is. Like Run, Cancelled
-// should return quickly: expiry waits for it.
+// exits even if [Timer.Stop] comes first. A periodic timeout cancelled while
+// a run of it is out on the pool or an executor is held by that run until it
+// returns: its call comes within about a tick of that return. The call comes
+// on the worker goroutine, also with [WithTaskWorkers] or
+// [WithTaskExecutor]; on a Timer made [WithoutWorker], inside the owner's
+// [Timer.Advance] or [Timer.NextDeadline], or inside a Stop made while
+// neither runs. One exception: a run on a WithTaskExecutor executor that
+// returns after its Timer's Stop has finished lets go of its timeout itself,
+// and the call comes on that run's goroutine as it returns: the call of a
+// timeout Cancel cancelled while that run was out, or of an arm that run
+// made as Stop came, which Stop does not return (see [Timer.Schedule]).
+// Timeouts that Stop cancels and returns get no call. A panic in Cancelled is
+// recovered and logged, as one in Run is. Like Run, Cancelled should return
+// quickly: expiry waits for it.
 type CancelledTask interface {
 	TimerTask
 	Cancelled(timeout *Timeout)
@@ -128,19 +132,28 @@ type Timeout struct {
 // See the example of [Timer.NewTimeout].
 func (to *Timeout) Timer() *Timer { return to.timer.Load() }
 
-// Task returns the task the timeout runs. For a timeout made by
-// [Timer.AfterFunc] or [Timer.Every] it is a [TimerTask] that calls the
-// function. A Schedule of the same Timeout (by any goroutine, its own task
-// included) writes the task: Task called while one may run is a data race.
-// Call it where no Schedule of that Timeout can happen meanwhile, such as
-// from its task before the task arms it again.
+// Task returns the task of the timeout's latest arm, or nil for a Timeout
+// never armed. For a timeout made by [Timer.AfterFunc] or [Timer.Every] it
+// is a [TimerTask] that calls the function. It is safe beside a Schedule of
+// the same Timeout (by any goroutine, its own task included): it takes the
+// Timeout's lock for a moment, and returns the task of the arm before or
+// after that Schedule.
 //
 // See the example of [Timer.NewTimeout].
 func (to *Timeout) Task() TimerTask {
-	if p, ok := to.task.(*periodicTask); ok {
+	s := to.lock()
+	task := to.task
+	to.unlock(s)
+	return userTask(task)
+}
+
+// userTask returns the user's task of an arm whose task is task: the task
+// itself, or a periodic timeout's.
+func userTask(task TimerTask) TimerTask {
+	if p, ok := task.(*periodicTask); ok {
 		return p.task
 	}
-	return to.task
+	return task
 }
 
 // Deadline returns when the timeout is due, on the timer's clock. The task
@@ -156,11 +169,30 @@ func (to *Timeout) Task() TimerTask {
 //
 // See the example of [Timer.AfterFunc].
 func (to *Timeout) Deadline() time.Time {
-	t := to.timer.Load()
+	t, deadline := to.timerAndDeadline()
 	if t == nil {
 		return time.Time{}
 	}
-	return t.life.startTime.Add(time.Duration(atomic.LoadInt64(&to.deadline)))
+	return t.life.startTime.Add(time.Duration(deadline))
+}
+
+// timerAndDeadline returns the Timer and the deadline of one arm, without
+// the lock unless an arm is being made: the deadline counts from that
+// Timer's start, and Schedule writes both, under the lock, as it arms the
+// Timeout on another Timer. Every arm changes the state word (one more in
+// the generation), so a word unlocked and the same before and after the
+// reads says no arm came between them. (A Reset between them moves the
+// deadline of the same arm: either one is the arm's.)
+func (to *Timeout) timerAndDeadline() (*Timer, int64) {
+	s := to.load()
+	t, deadline := to.timer.Load(), atomic.LoadInt64(&to.deadline)
+	if s&stLocked == 0 && to.load() == s {
+		return t, deadline
+	}
+	s = to.lock()
+	t, deadline = to.timer.Load(), to.deadline
+	to.unlock(s)
+	return t, deadline
 }
 
 // IsExpired reports whether the timeout came due and its task was handed to be
@@ -192,15 +224,18 @@ func (to *Timeout) IsPending() bool { return to.load().phase() == stPending }
 // Cancel stops the timeout's task from running. It reports whether this call
 // moved the timeout from pending to cancelled; it returns false if the task
 // already ran or was handed to run, or the timeout was already cancelled.
-// Cancel does not wait for a running task. On a periodic timeout it stops the
-// runs after the one in progress, if any (a run handed to a [WithTaskWorkers]
-// pool and not yet started does not start); it may be called from inside
-// the timeout's own task.
+// Cancel does not wait for a running task, and costs no more than a
+// compare-and-swap or the timeout's lock: it never blocks. On a periodic
+// timeout it stops the runs after the one in progress, if any (a run handed
+// to a [WithTaskWorkers] pool or an executor and not yet started does not
+// start); it may be called from inside the timeout's own task.
 //
 // The timeout leaves [Timer.PendingTimeouts] at once; the worker unlinks it
 // from its bucket within one tick, so that it holds no memory there, and then
-// calls Cancelled if the task is a [CancelledTask]. Scheduled again on the
-// same Timer before that (see [Timer.Schedule]), it stays where it is.
+// calls Cancelled if the task is a [CancelledTask]. A periodic timeout whose
+// run is out meanwhile stays held by that run until it returns, and the
+// worker lets go of it (and makes that call) once it has. Scheduled again on
+// the same Timer before that (see [Timer.Schedule]), it stays where it is.
 func (to *Timeout) Cancel() bool {
 	s := to.load()
 	if s.phase() != stPending {
@@ -208,8 +243,11 @@ func (to *Timeout) Cancel() bool {
 	}
 	// One that no bucket holds needs a single step: the Timer finds it
 	// cancelled where it is (a queue of new timeouts, out on a run).
-	// The timer read between the load and the swap is the arm's: every
-	// write of it is made under the lock, which the swap sees.
+	// The timer read between the load and the swap is the arm's: only
+	// Schedule writes it, inside a critical section that ends with one more
+	// in the generation (genOne), so the word changes with every arm. A
+	// swap from s, unlocked, succeeds only if no arm began or ended since s
+	// was loaded, so t is the Timer of the arm it cancels.
 	if t := to.timer.Load(); s.held() != heldBucket && to.swap(s, cancelledState(s)) {
 		t.pendingFor(to).Add(-1)
 		return true
@@ -315,20 +353,23 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 	}
 }
 
-// String describes the timeout: how far its deadline is, whether it was
-// cancelled, and its task, in the form of Netty's HashedWheelTimeout.
-// Called while a [Timer.Schedule] of the same Timeout may run, it races with
-// that Schedule, as [Timeout.Task] does.
+// String describes the timeout's latest arm: how far its deadline is,
+// whether it was cancelled, and its task, in the form of Netty's
+// HashedWheelTimeout. It is safe beside anything done to the Timeout, a
+// Schedule of it included: it reads the arm under the Timeout's lock, for a
+// moment, and formats it after.
 //
 // No example shows it: it is what fmt prints for a Timeout.
 func (to *Timeout) String() string {
-	t := to.timer.Load()
+	s := to.lock()
+	t, deadline, task := to.timer.Load(), to.deadline, to.task
+	to.unlock(s)
 	if t == nil {
 		return "hashedwheel.Timeout(not scheduled)"
 	}
 	var b strings.Builder
 	b.WriteString("hashedwheel.Timeout(deadline: ")
-	switch remaining := time.Duration(atomic.LoadInt64(&to.deadline) - t.elapsed()); {
+	switch remaining := time.Duration(deadline - t.elapsed()); {
 	case remaining > 0:
 		fmt.Fprintf(&b, "%v later", remaining)
 	case remaining < 0:
@@ -336,10 +377,10 @@ func (to *Timeout) String() string {
 	default:
 		b.WriteString("now")
 	}
-	if to.IsCancelled() {
+	if s.phase() == stCancelled {
 		b.WriteString(", cancelled")
 	}
-	fmt.Fprintf(&b, ", task: %v)", to.Task())
+	fmt.Fprintf(&b, ", task: %v)", userTask(task))
 	return b.String()
 }
 

@@ -66,8 +66,9 @@ type Timer struct {
 
 	// changes holds timeouts in buckets that the worker has to look at
 	// again: cancelled ones to unlink, and ones Reset to a deadline before
-	// their check tick to move. A timeout is in it at most once (stQueued).
-	// Any goroutine pushes; the worker pops.
+	// their check tick to move. A timeout is in it at most once (its state
+	// says heldBucketAndChanges or heldChanges while it is). Any goroutine
+	// pushes; the worker pops.
 	changes mpscQueue
 
 	// instance counts the timer among the live ones until Stop; nil for a
@@ -238,9 +239,15 @@ type ownerState struct {
 	// bound, exact after each Advance that processed ticks.
 	nextDueAt int64
 
-	// collected records that the pending timeouts of an owned Timer that
-	// was stopped have been cancelled.
+	// collected records that the clean-up of an owned Timer that was
+	// stopped is done: its pending timeouts cancelled, its queues closed.
 	collected bool
+
+	// runsOut counts the runs handed to a WithTaskExecutor executor that
+	// have not returned (see NextDeadline). Incremented by the holder of
+	// advancing as it hands a run out, decremented by the run's goroutine
+	// after the run has handed its Timeout back; atomic.
+	runsOut atomic.Int64
 }
 
 // NewTimer returns a Timer with the given options. The worker goroutine

@@ -125,9 +125,9 @@ func (t *Timer) cascade() {
 		l.slots[idx] = bucket{minDue: math.MaxInt64}
 		l.occupied &^= 1 << idx
 		for to != nil {
+			s := to.lock()
 			next := to.bucketNext
 			to.bucketNext, to.bucketPrev = nil, nil
-			s := to.lock()
 			to.unlock(t.place(to, s, false))
 			to = next
 		}
@@ -280,8 +280,12 @@ func (t *Timer) letGo(to *Timeout, s state, count bool) {
 // may need the worker at this tick.
 //
 // A timeout in the changes queue (cancelled, reset or revived since the
-// last tick) is left where it is: its next field links that queue, and
-// takeChange, at the start of the next tick, brings it where it belongs.
+// last tick) is left where it is, and leaves minDue as it is: its next
+// field links that queue, and takeChange brings it where it belongs, and
+// sets the minDue of the bucket it goes to, at the start of the worker's
+// next tick, or at the owner's next Advance or NextDeadline. (Kept at its
+// deadline here, minDue would make an owner's Advance across a long gap
+// walk this bucket at every turn of the wheel until the call ends.)
 func (t *Timer) expireTimeouts(idx int64) {
 	t.wheel.walked++
 	end := t.tickEnd(t.wheel.tick)
@@ -300,12 +304,8 @@ func (t *Timer) expireTimeouts(idx int64) {
 		deadline := to.deadline
 		switch {
 		case s.held() != heldBucket:
-			// Cancelled, or pending and queued for takeChange: if that
-			// one is due, it is due at the tick takeChange places it in.
-			if s.phase() == stPending && deadline < end {
-				b.minDue = min(b.minDue, deadline)
-			}
-			to.unlock(s)
+			to.unlock(s) // queued for takeChange
+
 		case deadline >= end:
 			to.unlock(t.place(to, s, true))
 		case t.isStopped():

@@ -25,7 +25,7 @@ func (t *Timer) run() {
 			// the tick's bucket was cut short and had not rebuilt its
 			// minDue: mark the bucket due (harmless otherwise).
 			t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue = 0
-			t.logError("hashedwheel: a task called runtime.Goexit on the worker goroutine; " +
+			t.logError("hashedwheel: a task or a Cancelled call called runtime.Goexit on the worker goroutine; " +
 				"the worker goes on in a new goroutine")
 			go t.run()
 			return
@@ -54,19 +54,7 @@ func (t *Timer) run() {
 		t.publishStats()
 		t.advanceTo(t.wheel.tick + 1)
 	}
-	// Cancel what is pending first, so that deadline contexts fall back to
-	// the runtime's timers at once rather than when the pool is done.
-	t.collectUnprocessed()
-	if t.conf.pool != nil {
-		// Tasks already handed to the pool are expired: they run before
-		// Stop returns. Periodic runs handed to it were cancelled above,
-		// and do not start.
-		t.conf.pool.close()
-	}
-	// What was scheduled meanwhile (by those tasks too) is cancelled now,
-	// and later pushes fail.
-	t.closeQueues()
-	t.publishStats()
+	t.shutdown()
 	exited = true
 }
 
