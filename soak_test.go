@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,10 +118,10 @@ func TestSoak(t *testing.T) {
 				n.returned.Load(), n.stoppedFromTask.Load(), n.rejected.Load(), n.resets.Load(),
 				n.resetsTrue.Load(), n.callbacks.Load())
 			if n.lost.Load()+n.double.Load()+n.early.Load()+n.stuck.Load() != 0 {
-				t.Errorf("%s: lost, double, early or stuck timeouts", line)
+				t.Errorf("%s: lost, double, early or stuck timeouts%s", line, n.notesText())
 			}
 			if n.badCallbacks.Load() != 0 {
-				t.Errorf("%s: %d timeouts got a wrong number of Cancelled calls", c.name, n.badCallbacks.Load())
+				t.Errorf("%s: %d timeouts got a wrong number of Cancelled calls%s", c.name, n.badCallbacks.Load(), n.notesText())
 			}
 			if c.reuse {
 				fmt.Printf("config=%s armed=%d armed-in-run=%d overlapping=%d aside=%d uncalled=%d\n", c.name,
@@ -172,10 +173,10 @@ type soakConfig struct {
 	reuse  bool
 	second []func(*soakExec) []hashedwheel.Option
 	// aside: an arm may end cancelled out of Stop's reach, neither run nor
-	// returned by Stop (its Cancelled call, if Cancel cancelled it, is made
-	// as the run returns): one made while its Timeout was out on a run that
-	// returns after its Timer has stopped. Stop does not wait for the runs
-	// of an executor.
+	// returned by Stop: one made while its Timeout was out on a run that
+	// returns after its Timer has stopped (Stop does not wait for the runs
+	// of an executor). Its Cancelled call, if its task is a CancelledTask,
+	// is made as the run returns, whether Cancel cancelled it or not.
 	aside bool
 
 	// levels: the delays cross the levels above the wheel (see
@@ -270,6 +271,34 @@ type soakCounts struct {
 	// those it cancelled, late, at the end (see soakPace): runs and
 	// cancellations that are not the producers'.
 	paceRan, paceCancelled atomic.Int64
+
+	// notes says what went wrong, for the failure's message: how an early
+	// arm was armed and how early it ran, which slot lost or doubled an
+	// arm. The first soakNotes are kept.
+	notesMu sync.Mutex
+	notes   []string
+}
+
+// soakNotes is how many notes a configuration keeps.
+const soakNotes = 8
+
+// note records what went wrong.
+func (n *soakCounts) note(format string, args ...any) {
+	n.notesMu.Lock()
+	defer n.notesMu.Unlock()
+	if len(n.notes) < soakNotes {
+		n.notes = append(n.notes, fmt.Sprintf(format, args...))
+	}
+}
+
+// notesText returns the notes, one a line.
+func (n *soakCounts) notesText() string {
+	n.notesMu.Lock()
+	defer n.notesMu.Unlock()
+	if len(n.notes) == 0 {
+		return ""
+	}
+	return "\n\t" + strings.Join(n.notes, "\n\t")
 }
 
 // soakEpoch is the zero of soakRec's atomic times; it has a monotonic
@@ -329,6 +358,8 @@ func (r *soakRec) Run(to *hashedwheel.Timeout) {
 		}
 		if soakNanos(now) < r.earliest.Load() || now.Before(to.Deadline()) {
 			r.flag(&r.n.early, &r.earlySeen)
+			r.n.note("EARLY one-shot by %v: now-deadline %v, kind %d", time.Duration(r.earliest.Load()-soakNanos(now)),
+				now.Sub(to.Deadline()), r.kind)
 		}
 		late := int64(now.Sub(to.Deadline()))
 		for m := r.n.maxLate.Load(); late > m && !r.n.maxLate.CompareAndSwap(m, late); m = r.n.maxLate.Load() {
@@ -340,6 +371,9 @@ func (r *soakRec) Run(to *hashedwheel.Timeout) {
 		if soakNanos(now) < r.earliest.Load()+int64(runs-1)*int64(r.period) ||
 			now.Before(to.Deadline().Add(-r.period)) {
 			r.flag(&r.n.early, &r.earlySeen)
+			r.n.note("EARLY periodic run %d by %v: now-(deadline-period) %v, period %v", runs,
+				time.Duration(r.earliest.Load()+int64(runs-1)*int64(r.period)-soakNanos(now)),
+				now.Sub(to.Deadline().Add(-r.period)), r.period)
 		}
 		if runs == r.selfCancel && to.Cancel() {
 			r.n.ops.Add(1)
@@ -1043,17 +1077,20 @@ type soakSlot struct {
 	to       hashedwheel.Timeout
 	notifies bool // every arm's task is a CancelledTask
 
-	// mu guards candidates and resets, the bookkeeping that gives each run
-	// a bound below its arm's deadline (see soakArm.low). It is never held
-	// across a call of the Timer or the Timeout.
+	// mu guards candidates, resets and seq, the bookkeeping that gives
+	// each run a bound below its arm's deadline (see soakArm.low). It is
+	// never held across a call of the Timer or the Timeout.
 	mu sync.Mutex
 	// candidates are the arms that the latest Reset may move: those whose
-	// Schedule is in flight, and the last one that returned nil (any
-	// earlier arm has ended, as Schedule arms only an ended Timeout).
+	// Schedule is in flight, and those that returned nil and may be the
+	// latest arm (see soakReuseRound.armWith).
 	candidates []*soakArm
 	// resets are the bounds of the Resets in flight: a Schedule that
 	// begins meanwhile may be the arm such a Reset moves.
 	resets []int64
+	// seq numbers the beginnings and ends of the Schedules, in the order
+	// their bookkeeping took mu.
+	seq int64
 
 	armed, runs, cancels, callbacks atomic.Int64
 	inRun                           atomic.Int32 // runs going on now
@@ -1074,6 +1111,17 @@ type soakArm struct {
 	runs       atomic.Int32
 	scheduling bool // its Schedule has not returned; under s.mu
 	panics     bool // its task panics after what it does
+
+	// begun and ended are s.seq as its Schedule began and as it returned
+	// nil (0 before); under s.mu.
+	begun, ended int64
+
+	// how says how it was armed, for the message of a failure: with
+	// Schedule, or with ScheduleAt at a deadline with a monotonic reading,
+	// at one without (the wall clock), or at the latest deadline plus a
+	// delay; d is the delay. Immutable.
+	how string
+	d   time.Duration
 }
 
 // soakArmCallback is a soakArm whose task is a CancelledTask.
@@ -1107,6 +1155,8 @@ func (a *soakArm) Run(to *hashedwheel.Timeout) {
 	low := a.low.Load()
 	if soakNanos(now) < low {
 		n.early.Add(1)
+		n.note("EARLY by %v: now-Deadline() %v, how=%s d=%v, tick %v", time.Duration(low-soakNanos(now)),
+			now.Sub(to.Deadline()), a.how, a.d, to.Timer().TickDuration())
 	}
 	late := soakNanos(now) - low
 	for m := n.maxLate.Load(); late > m && !n.maxLate.CompareAndSwap(m, late); m = n.maxLate.Load() {
@@ -1184,8 +1234,12 @@ func soakReuseDelay() time.Duration {
 }
 
 // soakWallSlack is how much earlier than the monotonic clock says an arm at
-// a wall-clock deadline may run: ScheduleAt maps it through one reading of
-// both clocks, which time.Now takes one after the other.
+// a wall-clock deadline may run: the two clocks may run at rates a little
+// apart (NTP slews the wall clock by up to 500 ppm), over the few
+// milliseconds of a delay. The bound itself is taken from a monotonic
+// reading before the wall-clock one the deadline is made from (see arm): on
+// a loaded machine the wall and monotonic parts of one time.Now may be
+// milliseconds apart, and ScheduleAt keeps the deadline on the wall clock.
 const soakWallSlack = time.Millisecond
 
 // arm schedules s's Timeout on tm d from now and records the arm: with
@@ -1199,16 +1253,19 @@ func (r *soakReuseRound) arm(s *soakSlot, tm *hashedwheel.Timer, d time.Duration
 	switch x := rand.IntN(24); {
 	case x < 7:
 		at := now.Add(d)
-		return r.armWith(s, soakNanos(at), func(task hashedwheel.TimerTask) error {
+		return r.armWith(s, soakNanos(at), "scheduleAt-mono", d, func(task hashedwheel.TimerTask) error {
 			return tm.ScheduleAt(&s.to, task, at)
 		})
 	case x < 8:
-		at := now.Round(0).Add(d)
-		return r.armWith(s, soakNanos(now)+int64(d-soakWallSlack), func(task hashedwheel.TimerTask) error {
+		// The wall-clock reading of wall comes after the monotonic one of
+		// now, whatever the order of time.Now's two readings, so the
+		// deadline is no sooner than now plus d.
+		at := time.Now().Round(0).Add(d)
+		return r.armWith(s, soakNanos(now)+int64(d-soakWallSlack), "scheduleAt-wall", d, func(task hashedwheel.TimerTask) error {
 			return tm.ScheduleAt(&s.to, task, at)
 		})
 	}
-	return r.armWith(s, soakNanos(now)+int64(max(d, 0)), func(task hashedwheel.TimerTask) error {
+	return r.armWith(s, soakNanos(now)+int64(max(d, 0)), "schedule", d, func(task hashedwheel.TimerTask) error {
 		return tm.Schedule(&s.to, task, d)
 	})
 }
@@ -1216,22 +1273,25 @@ func (r *soakReuseRound) arm(s *soakSlot, tm *hashedwheel.Timer, d time.Duration
 // armAt schedules s's Timeout on tm at deadline with ScheduleAt, and
 // records the arm, as arm does.
 func (r *soakReuseRound) armAt(s *soakSlot, tm *hashedwheel.Timer, deadline time.Time) error {
-	return r.armWith(s, soakNanos(deadline), func(task hashedwheel.TimerTask) error {
+	return r.armWith(s, soakNanos(deadline), "scheduleAt-deadline", time.Until(deadline), func(task hashedwheel.TimerTask) error {
 		return tm.ScheduleAt(&s.to, task, deadline)
 	})
 }
 
 // armWith arms s's Timeout with schedule, Schedule or ScheduleAt of it with
 // the task it is given, and records the arm; low is when the arm may run
-// first, in soakNanos.
-func (r *soakReuseRound) armWith(s *soakSlot, low int64, schedule func(hashedwheel.TimerTask) error) error {
-	a := &soakArm{s: s, r: r, panics: rand.IntN(1000) == 0}
+// first, in soakNanos, and how and d say how it was armed.
+func (r *soakReuseRound) armWith(s *soakSlot, low int64, how string, d time.Duration,
+	schedule func(hashedwheel.TimerTask) error) error {
+	a := &soakArm{s: s, r: r, panics: rand.IntN(1000) == 0, how: how, d: d}
 	s.mu.Lock()
 	for _, b := range s.resets {
 		low = min(low, b)
 	}
 	a.low.Store(low)
 	a.scheduling = true
+	s.seq++
+	a.begun = s.seq
 	s.candidates = append(s.candidates, a)
 	s.mu.Unlock()
 
@@ -1244,14 +1304,11 @@ func (r *soakReuseRound) armWith(s *soakSlot, low int64, schedule func(hashedwhe
 
 	s.mu.Lock()
 	a.scheduling = false
-	kept := s.candidates[:0]
-	for _, c := range s.candidates {
-		if c == a && err == nil || c != a && (err != nil || c.scheduling) {
-			kept = append(kept, c)
-		}
+	if err == nil {
+		s.seq++
+		a.ended = s.seq
 	}
-	clear(s.candidates[len(kept):])
-	s.candidates = kept
+	s.candidates = soakCandidates(s.candidates, a, err == nil)
 	s.mu.Unlock()
 
 	switch {
@@ -1264,6 +1321,30 @@ func (r *soakReuseRound) armWith(s *soakSlot, low int64, schedule func(hashedwhe
 		panic(fmt.Sprintf("soak: Schedule: %v", err))
 	}
 	return err
+}
+
+// soakCandidates returns the arms a Reset may move once a's Schedule has
+// returned (ok: nil), from those it might have moved before. A failed arm
+// leaves, and nothing else changes. A successful one stays, as do the
+// Schedules still in flight; of those that returned nil before, an arm
+// leaves only if it returned before a's Schedule began: its arm came first,
+// and had ended by the time a's came (Schedule arms only an ended Timeout),
+// so no Reset moves it any more. One that returned while a's was in flight
+// may have armed the Timeout after a did, and stays. Under s.mu.
+func soakCandidates(candidates []*soakArm, a *soakArm, ok bool) []*soakArm {
+	kept := candidates[:0]
+	for _, c := range candidates {
+		switch {
+		case c == a:
+			if ok {
+				kept = append(kept, c)
+			}
+		case c.scheduling, !ok, c.ended > a.begun:
+			kept = append(kept, c)
+		}
+	}
+	clear(candidates[len(kept):])
+	return kept
 }
 
 // reset resets s's Timeout to d from now, lowering first the bound of every
@@ -1423,9 +1504,9 @@ func soakReuse(t *testing.T, c soakConfig, d time.Duration, n *soakCounts) {
 // by an Advance that Stop found in progress). A slot whose arms outnumber
 // those ends (by more than such an arm) counts as lost, one with more ends
 // than arms, or whose arm ran twice, as double. Its Cancelled calls are one
-// per Cancel that returned true, one fewer if aside (the cancelled arm out
-// of reach). The Timers' Stats count each run in Expired and each cancel,
-// those out of reach too, in Cancelled.
+// per Cancel that returned true, and, for an arm of the executor's out of
+// Stop's reach (c.aside), one more. The Timers' Stats count each run in
+// Expired and each cancel, those out of reach too, in Cancelled.
 func soakReuseAccount(t *testing.T, c soakConfig, r *soakReuseRound, slots []soakSlot,
 	stopped map[*hashedwheel.Timeout]int, aside bool, pace *soakCounts) {
 	n := r.n
@@ -1438,6 +1519,7 @@ func soakReuseAccount(t *testing.T, c soakConfig, r *soakReuseRound, slots []soa
 		cancels += cancelled
 		inStop += byStop
 		n.returned.Add(byStop)
+		wantCalls := cancelled
 		switch left := armed - ran - cancelled - byStop; {
 		case s.inRun.Load() != 0:
 			n.lost.Add(1) // a run that never returned
@@ -1446,14 +1528,17 @@ func soakReuseAccount(t *testing.T, c soakConfig, r *soakReuseRound, slots []soa
 		case left == 0:
 		case left == 1 && aside && s.to.IsCancelled():
 			asideHere++
+			if c.aside {
+				wantCalls++ // made as the run returned
+			}
 		default:
 			n.lost.Add(1)
 		}
 		switch calls := s.callbacks.Load(); {
-		case s.notifies && calls == cancelled-1:
+		case s.notifies && calls == wantCalls-1:
 			n.uncalled.Add(1) // counted apart, and a failure all the same
 			n.badCallbacks.Add(1)
-		case !s.notifies && calls != 0, s.notifies && calls != cancelled:
+		case !s.notifies && calls != 0, s.notifies && calls != wantCalls:
 			n.badCallbacks.Add(1)
 		}
 	}
@@ -1572,4 +1657,42 @@ func (r *soakReuseRound) delay() time.Duration {
 		return soakLevelDelay(soakGlobalRand{}, r.levels)
 	}
 	return soakReuseDelay()
+}
+
+// TestSoakBookkeepingKeepsEveryArmThatMayBeTheLatest: the soak's own
+// bookkeeping of which arms a Reset may move. An arm a2 whose Schedule has
+// returned nil, but whose bookkeeping comes after another goroutine's arm a3
+// began and returned nil too (a2 ended in between, and a3 armed the Timeout
+// again), must leave a3 among those a Reset may move: a3 may be the latest
+// arm. Dropped, a Reset of a3 to a few milliseconds left its bound an hour
+// ahead, and its run counted as an hour early (on 8a73234: "EARLY by
+// 59m59.956605139s ... how=scheduleAt-mono d=1h0m0s").
+func TestSoakBookkeepingKeepsEveryArmThatMayBeTheLatest(t *testing.T) {
+	var s soakSlot
+	r := &soakReuseRound{n: &soakCounts{}}
+	hour := soakNanos(time.Now().Add(time.Hour))
+	var a3 *soakArm
+	err := r.armWith(&s, hour, "scheduleAt-mono", time.Hour, func(hashedwheel.TimerTask) error {
+		// a2's Schedule has armed the Timeout; before its bookkeeping,
+		// a2 ends, and a3 is armed and done.
+		return r.armWith(&s, hour, "scheduleAt-mono", time.Hour, func(task hashedwheel.TimerTask) error {
+			a3 = task.(*soakArm)
+			return nil
+		})
+	})
+	if err != nil || a3 == nil {
+		t.Fatalf("armWith: %v, a3 %v", err, a3)
+	}
+	r.reset(&s, 0)
+	if a3.low.Load() >= hour {
+		t.Errorf("a Reset left the bound of an arm it may move an hour ahead")
+	}
+
+	// An arm done before another began is not the latest: it leaves.
+	if err := r.armWith(&s, hour, "schedule", time.Hour, func(hashedwheel.TimerTask) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.candidates) != 1 {
+		t.Errorf("%d candidates once one arm followed another, want 1", len(s.candidates))
+	}
 }
