@@ -337,6 +337,11 @@ func TestMigratingTimeoutInAStructNearASizeClass(t *testing.T) {
 	assert.Equal(t, uintptr(6872), unsafe.Sizeof(natsClient{}))
 	assert.Equal(t, uintptr(6936), unsafe.Sizeof(natsClientEmbedded{}))
 	assert.Equal(t, uintptr(6880), unsafe.Sizeof(natsClientByPointer{}))
+	// The client's own fields first, then the Timeout or its pointer.
+	assert.Zero(t, unsafe.Offsetof(natsClientEmbedded{}.name))
+	assert.Equal(t, uintptr(16), unsafe.Offsetof(natsClientByPointer{}.rest))
+	assert.Equal(t, uintptr(6872), unsafe.Offsetof(natsClientEmbedded{}.ping))
+	assert.Equal(t, uintptr(6872), unsafe.Offsetof(natsClientByPointer{}.ping))
 	assert.Equal(t, uint64(6912), allocated[natsClient](), "6,872 bytes and a header, in the 6,912-byte class")
 	assert.Equal(t, uint64(8192), allocated[natsClientEmbedded](), "6,936 and a header: past 6,912, into 8,192")
 	assert.Equal(t, uint64(6912), allocated[natsClientByPointer](), "6,880 and a header: still 6,912")
