@@ -22,7 +22,7 @@ import (
 // class. They run in every driver on synctest's fake clock (see rig), at the
 // default 100ms tick unless they say otherwise.
 
-const defaultTick = 100 * time.Millisecond
+const theDefaultTick = 100 * time.Millisecond
 
 // rearmRuns arms to on r's Timer for period and re-arms it from each run,
 // with Schedule(period) or with ScheduleAt at its deadline plus period, and
@@ -57,13 +57,13 @@ func TestMigratingScheduleFromItsTaskAddsATickAPeriod(t *testing.T) {
 		// Each run comes at the end of the tick that holds its deadline;
 		// Schedule counts the next period from there.
 		assert.Equal(t, millis(1100, 2200, 3300, 4400), rearmRuns(t, r, time.Second, 4500*time.Millisecond, false))
-	}, hashedwheel.WithTickDuration(defaultTick))
+	}, hashedwheel.WithTickDuration(theDefaultTick))
 }
 
 func TestMigratingScheduleAtFromTheDeadlineKeepsThePeriod(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		assert.Equal(t, millis(1100, 2100, 3100, 4100), rearmRuns(t, r, time.Second, 4500*time.Millisecond, true))
-	}, hashedwheel.WithTickDuration(defaultTick))
+	}, hashedwheel.WithTickDuration(theDefaultTick))
 }
 
 func TestMigratingScheduleFromItsTaskRoundsUpToWholeTicks(t *testing.T) {
@@ -76,8 +76,8 @@ func TestMigratingScheduleFromItsTaskRoundsUpToWholeTicks(t *testing.T) {
 	}, hashedwheel.WithTickDuration(10*time.Millisecond))
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		// A period of a whole tick, re-armed by Schedule, runs every two.
-		assert.Equal(t, millis(200, 400, 600, 800), rearmRuns(t, r, defaultTick, 900*time.Millisecond, false))
-	}, hashedwheel.WithTickDuration(defaultTick))
+		assert.Equal(t, millis(200, 400, 600, 800), rearmRuns(t, r, theDefaultTick, 900*time.Millisecond, false))
+	}, hashedwheel.WithTickDuration(theDefaultTick))
 }
 
 func TestMigratingIntervalShorterThanTheTickRunsOnceATick(t *testing.T) {
@@ -86,10 +86,10 @@ func TestMigratingIntervalShorterThanTheTickRunsOnceATick(t *testing.T) {
 		// deadlines fall behind, 50ms a run (each has passed when it is
 		// armed, so it runs at the next tick).
 		assert.Equal(t, millis(100, 200, 300, 400, 500), rearmRuns(t, r, 50*time.Millisecond, 550*time.Millisecond, false))
-	}, hashedwheel.WithTickDuration(defaultTick))
+	}, hashedwheel.WithTickDuration(theDefaultTick))
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		assert.Equal(t, millis(100, 200, 300, 400, 500), rearmRuns(t, r, 50*time.Millisecond, 550*time.Millisecond, true))
-	}, hashedwheel.WithTickDuration(defaultTick))
+	}, hashedwheel.WithTickDuration(theDefaultTick))
 }
 
 func TestMigratingOneShotRunsWithinATickAfterItsDeadline(t *testing.T) {
@@ -97,17 +97,17 @@ func TestMigratingOneShotRunsWithinATickAfterItsDeadline(t *testing.T) {
 		// 50ms armed at every 10ms of a 100ms tick: from 50ms (excluded)
 		// to 150ms after it was armed.
 		var after []time.Duration
-		for phase := time.Duration(0); phase < defaultTick; phase += 10 * time.Millisecond {
-			r.sleep(time.Until(r.start.Add(r.since().Truncate(defaultTick) + defaultTick + phase)))
+		for phase := time.Duration(0); phase < theDefaultTick; phase += 10 * time.Millisecond {
+			r.sleep(time.Until(r.start.Add(r.since().Truncate(theDefaultTick) + theDefaultTick + phase)))
 			armed := time.Now()
 			var to hashedwheel.Timeout
 			p := newProbe(armed)
 			require.NoError(t, r.tm.Schedule(&to, p, 50*time.Millisecond))
-			r.sleep(2 * defaultTick)
+			r.sleep(2 * theDefaultTick)
 			after = append(after, p.runs()...)
 		}
 		assert.Equal(t, millis(100, 90, 80, 70, 60, 150, 140, 130, 120, 110), after)
-	}, hashedwheel.WithTickDuration(defaultTick))
+	}, hashedwheel.WithTickDuration(theDefaultTick))
 }
 
 // pingTask is a connection's ping, re-armed from its own run an interval
@@ -183,7 +183,7 @@ func TestMigratingPanickingTaskThatRearmsLastIsNeverArmedAgain(t *testing.T) {
 		assert.True(t, to.IsExpired())
 		assert.Contains(t, logs.String(), "hashedwheel: task panicked")
 		assert.Contains(t, logs.String(), "write on a closed buffer")
-	}, hashedwheel.WithTickDuration(defaultTick), hashedwheel.WithLogger(logger))
+	}, hashedwheel.WithTickDuration(theDefaultTick), hashedwheel.WithLogger(logger))
 }
 
 func TestMigratingPanickingTaskThatRearmsFirstStaysArmed(t *testing.T) {
@@ -202,7 +202,7 @@ func TestMigratingPanickingTaskThatRearmsFirstStaysArmed(t *testing.T) {
 		assert.Equal(t, r.start.Add(6*time.Second), to.Deadline(), "the period kept")
 		assert.Contains(t, logs.String(), "write on a closed buffer")
 		to.Cancel()
-	}, hashedwheel.WithTickDuration(defaultTick), hashedwheel.WithLogger(logger))
+	}, hashedwheel.WithTickDuration(theDefaultTick), hashedwheel.WithLogger(logger))
 }
 
 func TestMigratingPanickingTaskThatRearmsInADeferStaysArmed(t *testing.T) {
@@ -228,7 +228,7 @@ func TestMigratingPanickingTaskThatRearmsInADeferStaysArmed(t *testing.T) {
 		assert.Equal(t, 4, p.count(), "the run that closed it was the last")
 		assert.False(t, to.IsPending())
 		assert.Contains(t, logs.String(), "write on a closed buffer")
-	}, hashedwheel.WithTickDuration(defaultTick), hashedwheel.WithLogger(logger))
+	}, hashedwheel.WithTickDuration(theDefaultTick), hashedwheel.WithLogger(logger))
 }
 
 // TestMigratingTimeAfterFuncPanicEndsTheProgram holds what the guide says
@@ -312,7 +312,7 @@ type (
 	}
 )
 
-var sink any
+var allocSink any
 
 // allocated returns how many bytes the runtime allocates for a new T: the
 // size class that holds it (and its 8-byte header, for an object over 512
@@ -322,7 +322,7 @@ func allocated[T any]() uint64 {
 	for range 5 { // another goroutine may allocate in between
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		sink = new(T)
+		allocSink = new(T)
 		runtime.ReadMemStats(&after)
 		least = min(least, after.TotalAlloc-before.TotalAlloc)
 	}
