@@ -35,10 +35,15 @@
 //   - A Timeout in your own struct, one per connection or request:
 //     [Timer.Schedule] arms it after a delay, [Timer.ScheduleAt] at a
 //     deadline, and neither allocates; its task may arm it again to look
-//     later at what it watches, at its last deadline plus a period to keep
-//     a period without drift. Keep such structs by pointer: append moves the
-//     elements of a slice, armed Timeouts included. See the examples of
-//     Timer.Schedule and Timer.ScheduleAt.
+//     later at what it watches. A period re-armed with ScheduleAt at its
+//     last deadline plus the period keeps it; with Schedule, which counts
+//     from the run, it drifts a tick a period. Re-arm first: a task that
+//     panics is recovered and logged, and its Timeout stays unarmed. Keep
+//     such structs by pointer: append moves the elements of a slice, armed
+//     Timeouts included. A Timeout adds 64 bytes to the struct; where that
+//     takes it into the allocator's next size class, hold it by pointer
+//     (new(Timeout), made with the struct). See the examples of
+//     Timer.Schedule and Timer.ScheduleAt, and the package's examples.
 //
 // A task runs on the worker by default, so a slow task delays every timeout
 // behind it: give such tasks [WithTaskWorkers], and watch [Timer.Stats].
@@ -49,8 +54,9 @@
 // end of the tick that holds it. Smaller ticks are more precise and wake the
 // worker more often. In most network programs I/O timeouts need not be
 // precise, so the default tick is 100ms; choose the largest tick whose delay
-// your deadlines can bear (10ms for most request deadlines). Ticks under 1ms
-// are raised to 1ms. See [WithTickDuration].
+// your deadlines can bear (10ms for most request deadlines, a tenth of the
+// shortest interval). An interval shorter than the tick runs once a tick.
+// Ticks under 1ms are raised to 1ms. See [WithTickDuration].
 //
 // # Ticks per wheel (wheel size)
 //

@@ -141,7 +141,7 @@ var (
 	patternFlagRE = regexp.MustCompile(`-(run|bench|fuzz)[ =](?:'([^']*)'|([^\s'|;&]+))`)
 	goRunRE       = regexp.MustCompile(`go run (\./[\w/.-]*|\.)`)
 	scriptRE      = regexp.MustCompile(`bash (\.ci/[\w.-]+)`)
-	ourFlagRE     = regexp.MustCompile(`\s-(soak|out|quick|rounds|readme|render|impl|workload|variants|profiles)\b`)
+	ourFlagRE     = regexp.MustCompile(`\s-(soak|out|quick|rounds|readme|section|render|impl|workload|variants|profiles)\b`)
 )
 
 // checkCommand fails if cmd names what does not exist. It knows the commands
@@ -247,6 +247,47 @@ func TestDocsTestingSamplesAreTests(t *testing.T) {
 		assert.True(t, strings.Contains(string(self), s[1]),
 			"docs/testing.md: %s is not, word for word, a test of docs_test.go", name)
 	}
+}
+
+// TestDocsMigratingSamplesAreCompiled checks that each Go sample of
+// docs/migrating.md (each of its blocks between blank lines) is, word for
+// word but for the indentation, code of example_test.go or
+// migrating_test.go, so that it compiles and runs, and that every test and
+// example it names exists.
+func TestDocsMigratingSamplesAreCompiled(t *testing.T) {
+	doc, err := os.ReadFile("docs/migrating.md")
+	require.NoError(t, err)
+	var code string
+	for _, f := range []string{"example_test.go", "migrating_test.go"} {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		code += unindented(string(src))
+	}
+	samples := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	require.NotEmpty(t, samples)
+	for _, s := range samples {
+		// A sample may show declarations that lie apart in the code, as
+		// blocks of its own separated by a blank line.
+		for block := range strings.SplitSeq(s[1], "\n\n") {
+			first, _, _ := strings.Cut(block, "\n")
+			assert.True(t, strings.Contains(code, unindented(block)),
+				"docs/migrating.md: the sample that starts %q is not, word for word, code of example_test.go or migrating_test.go", first)
+		}
+	}
+	names := testNames(t)
+	for _, m := range regexp.MustCompile("`((?:Test|Example)\\w+)`").FindAllStringSubmatch(string(doc), -1) {
+		assert.Contains(t, names, m[1], "docs/migrating.md names a test or example that does not exist")
+	}
+}
+
+// unindented returns text with the leading tabs and spaces of each line
+// removed.
+func unindented(text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		b.WriteString(strings.TrimLeft(line, " \t"))
+	}
+	return b.String()
 }
 
 func TestIdleSessionIsClosedAfterTwoSeconds(t *testing.T) {

@@ -474,3 +474,122 @@ func ExampleTimer_ScheduleAt() {
 	// beat due 50ms after the first
 	// beat due 75ms after the first
 }
+
+// pingConn is a connection pinged every interval by a Timeout it holds, as
+// a time.AfterFunc made anew at each ping was: the connection is the
+// Timeout's task.
+type pingConn struct {
+	ping     hashedwheel.Timeout // never copied or moved once armed
+	interval time.Duration
+	opened   time.Time
+}
+
+// Run re-arms the Timeout first, an interval after the deadline it ran for,
+// then pings. Schedule(to, c, c.interval) here would count the interval from
+// this run, which comes up to a tick after its deadline: the pings would
+// drift a tick an interval. Armed first, the next ping stays armed if this
+// one panics (the Timer recovers and logs the panic).
+func (c *pingConn) Run(to *hashedwheel.Timeout) {
+	due := to.Deadline() // before the re-arm: after it, Deadline is the next one's
+	if err := to.Timer().ScheduleAt(to, c, due.Add(c.interval)); err != nil {
+		return // the Timer stopped
+	}
+	fmt.Println("ping due at", due.Sub(c.opened), "next due at", to.Deadline().Sub(c.opened))
+}
+
+func Example_pingFromItsOwnTask() {
+	// A Timer its owner drives, so that the example runs alike on any
+	// machine. A server makes one Timer whose worker runs the pings, and
+	// stops it in its shutdown.
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(),
+		hashedwheel.WithTickDuration(10*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	c := &pingConn{interval: time.Second, opened: time.Now()}
+	if err := timer.ScheduleAt(&c.ping, c, c.opened.Add(c.interval)); err != nil {
+		log.Fatal(err)
+	}
+	// The owner's clock at three turns of its loop; the second comes 300ms
+	// late, as a worker held up by a slow task would be.
+	for _, at := range []time.Duration{1050 * time.Millisecond, 2300 * time.Millisecond, 3050 * time.Millisecond} {
+		if _, err := timer.Advance(c.opened.Add(at)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("armed:", c.ping.IsPending())
+	c.ping.Cancel() // as the connection closes
+	fmt.Println("armed after Cancel:", c.ping.IsPending())
+	// Output:
+	// ping due at 1s next due at 2s
+	// ping due at 2s next due at 3s
+	// ping due at 3s next due at 4s
+	// armed: true
+	// armed after Cancel: false
+}
+
+// bigConn is a connection whose struct an embedded Timeout would take into
+// the next size class of the allocator: it holds its Timeout by pointer,
+// made with it. The struct grows by 8 bytes, and the Timeout is an object of
+// its own, 64 bytes and one allocation per connection; arming it again
+// allocates nothing.
+type bigConn struct {
+	ping     *hashedwheel.Timeout // new(hashedwheel.Timeout), made with the connection
+	interval time.Duration
+	pings    int // Run only
+}
+
+func (c *bigConn) Run(to *hashedwheel.Timeout) {
+	if err := to.Timer().ScheduleAt(to, c, to.Deadline().Add(c.interval)); err != nil {
+		return // the Timer stopped
+	}
+	c.pings++
+}
+
+func Example_timeoutByPointer() {
+	timer, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer timer.Stop()
+
+	opened := time.Now()
+	c := &bigConn{ping: new(hashedwheel.Timeout), interval: time.Second}
+	if err := timer.ScheduleAt(c.ping, c, opened.Add(c.interval)); err != nil {
+		log.Fatal(err)
+	}
+	for k := 1; k <= 3; k++ {
+		if _, err := timer.Advance(opened.Add(time.Duration(k)*c.interval + 500*time.Millisecond)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("pings:", c.pings, "armed:", c.ping.IsPending())
+	// Output: pings: 3 armed: true
+}
+
+// tickFor returns a tick for a Timer whose shortest interval or deadline is
+// shortest: a tenth of it, so that a run is at most a tenth of it late (and
+// an interval re-armed from its deadline keeps its length), between the 1ms
+// a Timer allows and the 100ms default.
+func tickFor(shortest time.Duration) time.Duration {
+	return min(max(shortest/10, time.Millisecond), 100*time.Millisecond)
+}
+
+func Example_tickForConfiguredIntervals() {
+	// A server whose ping interval is configured: 50ms in a test, seconds
+	// or minutes in production.
+	for _, interval := range []time.Duration{50 * time.Millisecond, 2 * time.Second, 2 * time.Minute} {
+		timer, err := hashedwheel.NewTimer(hashedwheel.WithTickDuration(tickFor(interval)))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(interval, "pings on a Timer of", timer.TickDuration(), "ticks")
+		timer.Stop()
+	}
+	// Output:
+	// 50ms pings on a Timer of 5ms ticks
+	// 2s pings on a Timer of 100ms ticks
+	// 2m0s pings on a Timer of 100ms ticks
+}

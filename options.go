@@ -49,11 +49,20 @@ type config struct {
 
 // WithTickDuration sets the interval between ticks; the default is 100ms. A
 // task runs at the first tick at or after its deadline, so the tick is the
-// timer's precision. d must be positive. Durations under 1ms are raised to 1ms
-// with a warning, as Netty does. [NewTimer] fails if d times the wheel length
-// overflows an int64 count of nanoseconds.
+// timer's precision: a run comes up to a tick late, and an interval shorter
+// than the tick runs once a tick at most. At the default tick, a 50ms
+// timeout runs 50 to 150ms after it was armed, and a 50ms interval re-armed
+// from its task runs every 100ms. Choose a tick of a fraction of the
+// shortest interval or deadline the Timer holds (a tenth keeps each run at
+// most a tenth of it late), and give deadlines of another precision a Timer
+// of their own.
 //
-// See the example of [NewTimer].
+// d must be positive. Durations under 1ms are raised to 1ms with a warning,
+// as Netty does. [NewTimer] fails if d times the wheel length overflows an
+// int64 count of nanoseconds.
+//
+// See the example of [NewTimer], and the package's example
+// TickForConfiguredIntervals.
 func WithTickDuration(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {

@@ -134,6 +134,17 @@ func (t *Timer) nudgeWorker(now int64) {
 // out, so a task may schedule its own Timeout again from inside its run, to
 // look again later at what it watches.
 //
+// A task that re-arms its Timeout every period should arm it at the
+// deadline it ran for, with [Timer.ScheduleAt]:
+//
+//	to.Timer().ScheduleAt(to, task, to.Deadline().Add(period))
+//
+// Schedule(to, task, period) from the task counts the period from the run,
+// which comes up to a tick after the deadline, so the runs drift a tick a
+// period: 1.1s apart for a period of 1s at a 100ms tick. Re-arm before the
+// task's own work, or in a defer: a task that panics is recovered and
+// logged, and nothing arms its Timeout again for it.
+//
 // Every rule of a timeout made by NewTimeout holds for the arm: the deadline
 // and the tick, Reset, Cancel, [CancelledTask], the [WithTaskWorkers] pool,
 // [Timer.Stats], the pending limit, a Timer made [WithoutWorker]. A Timeout
@@ -167,6 +178,12 @@ func (t *Timer) nudgeWorker(now int64) {
 // slice when it grows it, which go vet cannot see: a Timeout in a []conn
 // armed before an append is lost to its conn. Keep structs that hold a
 // Timeout by pointer ([]*conn, map[id]*conn).
+//
+// A Timeout is 64 bytes, and the allocator rounds a struct up to its size
+// class: embedded, a Timeout may take the struct into the next one (from
+// 6,872 to 6,936 bytes moves it from the 6,912-byte class to the 8,192-byte
+// one). Then hold a *Timeout, made with the struct by new(Timeout), and pass
+// it to Schedule: 8 bytes in the struct and 64 apart.
 func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error {
 	if to == nil {
 		return ErrNilTimeout

@@ -95,6 +95,7 @@ func scenarios(p params) []*scenario {
 		goroutineScenario(p),
 		httpScenario(p),
 		rpcScenario(p),
+		sizeClassScenario(p),
 	}
 }
 
@@ -108,7 +109,7 @@ func scenarioNames() []string {
 
 // drive runs the chosen scenarios and writes the report. It returns the
 // number of failed hard checks.
-func drive(out, readme string, quick bool, p params, names, variants []string) (int, error) {
+func drive(out, readme, section string, quick bool, p params, names, variants []string) (int, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return 0, err
 	}
@@ -181,6 +182,7 @@ func drive(out, readme string, quick bool, p params, names, variants []string) (
 	}
 	rep.Meta.Seconds = time.Since(start).Seconds()
 	rep.Meta.LoadEnd = machine.LoadAverage()
+	rep.deriveSizeClass()
 	failed := 0
 	for _, r := range rep.Results {
 		summarize(r)
@@ -189,6 +191,11 @@ func drive(out, readme string, quick bool, p params, names, variants []string) (
 	rep.computeRatios()
 	if readme != "" {
 		if err := rep.updateReadme(readme); err != nil {
+			return failed, err
+		}
+	}
+	if section != "" {
+		if err := rep.updateSections(section); err != nil {
 			return failed, err
 		}
 	}
@@ -233,9 +240,9 @@ func meta(quick bool) Meta {
 }
 
 // rerender writes the tables and charts of the report in file under out,
-// with its per-round ratios computed again, and the README's summary table
-// if readme is not empty.
-func rerender(file, out, readme string) error {
+// with its per-round ratios computed again, the README's summary table if
+// readme is not empty, and the sections of the file section if it is not.
+func rerender(file, out, readme, section string) error {
 	var rep Report
 	if err := report.Load(file, &rep); err != nil {
 		return err
@@ -245,7 +252,12 @@ func rerender(file, out, readme string) error {
 		return err
 	}
 	if readme != "" {
-		return rep.updateReadme(readme)
+		if err := rep.updateReadme(readme); err != nil {
+			return err
+		}
+	}
+	if section != "" {
+		return rep.updateSections(section)
 	}
 	return nil
 }

@@ -21,7 +21,10 @@
 //   - http: a net/http handler deriving its deadline from r.Context()
 //     (context.WithTimeout against Timer.WithTimeout);
 //   - rpc: a client with 1e4 pipelined requests in flight over one
-//     connection, each with its own deadline.
+//     connection, each with its own deadline;
+//   - sizeclass: the live heap of sessions whose struct is just under a
+//     size class, with a Timeout embedded, by pointer, or a time.AfterFunc
+//     (bytes only: it needs no quiet machine).
 //
 // Every variant of every scenario runs in processes of its own (this command
 // again, with -role); the variants of a scenario take turns within each of
@@ -33,8 +36,10 @@
 // otherwise. CPU is the whole process's, from getrusage. It runs on Linux.
 //
 // With -readme ../README.md the command also rewrites the README's scenario
-// table, between its markers; -render docs/scenarios.json does the same from
-// a run's JSON without running anything.
+// table, between its markers, and with -section ../docs/performance.md the
+// sections of that file that a scenario of the run writes (sizeclass's
+// table), between theirs; -render docs/scenarios.json does the same from a
+// run's JSON without running anything.
 package main
 
 import (
@@ -60,6 +65,7 @@ func main() {
 		only   = flag.String("variants", "", "comma-separated variants to run (default all of each scenario)")
 		render = flag.String("render", "", "write the tables and charts of an existing scenarios.json again, without running anything")
 		readme = flag.String("readme", "", "a README whose scenario table, between its markers, to rewrite from the run")
+		sect   = flag.String("section", "", "a markdown file whose sections written by the run's scenarios (sizeclass), between their markers, to rewrite from the run")
 		role   = flag.String("role", "", "run one process of a scenario (used by the driver): "+strings.Join(roleNames(), ", "))
 		spec   = flag.String("spec", "", "the -role process's parameters, as JSON (used by the driver)")
 		profs  = flag.String("profiles", "", "a directory to keep the measured processes' CPU profiles in, for go tool pprof")
@@ -79,7 +85,7 @@ func main() {
 		os.Exit(runRole(*role, *spec))
 	}
 	if *render != "" {
-		if err := rerender(*render, *out, *readme); err != nil {
+		if err := rerender(*render, *out, *readme, *sect); err != nil {
 			fmt.Fprintln(os.Stderr, "scenarios:", err)
 			os.Exit(1)
 		}
@@ -97,7 +103,7 @@ func main() {
 	if *only != "" {
 		variants = strings.Split(*only, ",")
 	}
-	failed, err := drive(*out, *readme, quick, p, names, variants)
+	failed, err := drive(*out, *readme, *sect, quick, p, names, variants)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scenarios:", err)
 		os.Exit(1)
@@ -155,6 +161,9 @@ type params struct {
 	RPCDeadline time.Duration `json:"rpc_deadline"`
 	RPCWarmup   time.Duration `json:"rpc_warmup"`
 	RPCWindow   time.Duration `json:"rpc_window"`
+
+	SizeClassSessions int           `json:"sizeclass_sessions"`
+	SizeClassSettle   time.Duration `json:"sizeclass_settle"` // how long the sessions beat before the heap is read
 }
 
 func fullParams() params {
@@ -181,6 +190,8 @@ func fullParams() params {
 
 		RPCInFlight: 10_000, RPCRate: 200_000, RPCDeadline: 5 * time.Second,
 		RPCWarmup: time.Second, RPCWindow: 5 * time.Second,
+
+		SizeClassSessions: 1e5, SizeClassSettle: 3 * time.Second,
 	}
 }
 
@@ -212,6 +223,8 @@ func quickParams() params {
 
 		RPCInFlight: 1000, RPCRate: 20_000, RPCDeadline: 5 * time.Second,
 		RPCWarmup: 200 * time.Millisecond, RPCWindow: 500 * time.Millisecond,
+
+		SizeClassSessions: 2000, SizeClassSettle: 300 * time.Millisecond,
 	}
 }
 
@@ -261,6 +274,9 @@ func (p *params) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&p.RPCDeadline, "rpc-deadline", p.RPCDeadline, "rpc: each request's deadline")
 	fs.DurationVar(&p.RPCWarmup, "rpc-warmup", p.RPCWarmup, "rpc: warm-up")
 	fs.DurationVar(&p.RPCWindow, "rpc-window", p.RPCWindow, "rpc: measured window")
+
+	fs.IntVar(&p.SizeClassSessions, "sizeclass-sessions", p.SizeClassSessions, "sizeclass: sessions")
+	fs.DurationVar(&p.SizeClassSettle, "sizeclass-settle", p.SizeClassSettle, "sizeclass: how long the sessions beat (every -period) before the heap is read; at least two periods")
 }
 
 func (p *params) check() error {
@@ -290,6 +306,8 @@ func (p *params) check() error {
 		return fmt.Errorf("-idle-ping %v, -idle-silent-keepalive %v: must be > 0", p.IdlePing, p.IdleSilentKeepAlive)
 	case p.HTTPConns < 1 || p.HTTPRate < 1 || p.RPCInFlight < 1 || p.RPCRate < 1:
 		return fmt.Errorf("-http-conns, -http-rate, -rpc-inflight, -rpc-rate: must be >= 1")
+	case p.SizeClassSessions < 1 || p.SizeClassSettle < 2*p.Period:
+		return fmt.Errorf("-sizeclass-sessions %d, -sizeclass-settle %v: at least 1, and at least two -period (%v), so that every session beats", p.SizeClassSessions, p.SizeClassSettle, 2*p.Period)
 	}
 	return nil
 }

@@ -39,6 +39,7 @@ var roles = map[string]func(spec []byte) error{
 	"http-client":   runHTTPClientRole,
 	"rpc-client":    runRPCClientRole,
 	"rpc-server":    runRPCServerRole,
+	"sizeclass":     runSizeClassRole,
 }
 
 func roleNames() []string {

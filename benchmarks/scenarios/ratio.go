@@ -102,6 +102,7 @@ var ratioPairs = map[string]struct {
 	"goroutine":      {nil, nil, []string{"cpu_us_msg"}},
 	"http":           {nil, nil, []string{"cpu_us_req", "allocs_req"}},
 	"rpc":            {[]string{"context"}, nil, []string{"cpu_ns_req"}},
+	"sizeclass":      {nil, [][2]string{{"embedded", "pointer"}}, []string{"mem_per_session", "mem_beyond"}},
 }
 
 // computeRatios fills rep.Ratios, so that scenarios.json holds every ratio

@@ -85,6 +85,8 @@ type col struct {
 	// perOp marks a cost per operation, meaningless in a round where the
 	// variant could not keep up (sessions: "overloaded").
 	perOp bool
+	// notFor is a variant the figure means nothing for ("–" in its row).
+	notFor string
 }
 
 // overloaded reports whether a result could not keep up in most rounds.
@@ -131,7 +133,7 @@ func (rep *Report) table(b *strings.Builder, sc *scenario, cols []col) {
 
 func (rep *Report) cell(sc *scenario, cs int, r *Result, c col) string {
 	v, ok := r.Median[c.metric]
-	if !ok || math.IsNaN(v) {
+	if !ok || math.IsNaN(v) || r.Variant == c.notFor {
 		return "–"
 	}
 	scale := c.scale
@@ -201,7 +203,7 @@ func (rep *Report) reproduce(name string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flagName, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if flagName == "run" || flagName == "out" || flagName == "variants" || flagName == "readme" {
+		if flagName == "run" || flagName == "out" || flagName == "variants" || flagName == "readme" || flagName == "section" {
 			if !hasValue {
 				i++ // its value is the next argument
 			}
@@ -261,6 +263,9 @@ func (rep *Report) Markdown() string {
 	}
 	if rep.scenario("http") != nil || rep.scenario("rpc") != nil {
 		fmt.Fprintf(&b, "![Request deadlines: CPU per request, server and client](%s)\n\n", deadlinesChart)
+	}
+	if sc := rep.scenario("sizeclass"); sc != nil {
+		rep.sizeClassSection(&b, sc)
 	}
 	rep.checksSection(&b)
 	return b.String()

@@ -241,6 +241,19 @@ func (rep *Report) summary() string {
 		}
 	}
 
+	if sc := rep.scenario("sizeclass"); sc != nil {
+		e, oke := rep.compare(sc.Name, 0, "embedded", "afterfunc", "mem_beyond")
+		ptr, okp := rep.compare(sc.Name, 0, "pointer", "afterfunc", "mem_beyond")
+		if oke && okp {
+			verdict := "by pointer " + ptr.word() + ", embedded " + e.word()
+			if e.verdict == ptr.verdict {
+				verdict = e.word()
+			}
+			item(verdict, fmt.Sprintf("[Sessions near a size class](#sessions-near-a-size-class-a-timeout-embedded-or-by-pointer) (%s sessions of a %s-byte struct, a heartbeat each every %v): beyond the struct alone, a `Timeout` embedded in it took %s, one held by pointer %s.",
+				num(float64(p.SizeClassSessions), 0), num(sizeClassStruct, 0), dur(p.Period), e.versus("time.AfterFunc", 0, " B"), ptr.versus("time.AfterFunc", 0, " B")))
+		}
+	}
+
 	if len(keep) > 0 {
 		b.WriteString("\nWhere to keep the standard library (or what you have): ")
 		b.WriteString(strings.Join(keep, "; ") + ".\n")

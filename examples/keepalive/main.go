@@ -56,6 +56,9 @@ func (c *conn) Run(to *hashedwheel.Timeout) {
 		if _, err := fmt.Fprintln(c, "ping"); err == nil {
 			c.pings.Add(1)
 		}
+		// The next ping pingAfter after the deadline this run was for, not
+		// after now: counted from the run, which comes up to a tick after
+		// its deadline, the pings would drift a tick each.
 		if next = due.Add(pingAfter); next.After(last.Add(closeAfter)) {
 			next = last.Add(closeAfter)
 		}
