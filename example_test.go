@@ -399,7 +399,9 @@ type conn struct {
 }
 
 // Run pings the peer, or kicks it after three unanswered pings, and looks
-// again later by scheduling its own Timeout from inside its run.
+// again later by scheduling its own Timeout from inside its run: at its
+// deadline plus the interval, so that the pings keep their period (a delay
+// given to Schedule here would count from this run, up to a tick late).
 func (c *conn) Run(timeout *hashedwheel.Timeout) {
 	if c.unanswered == 3 {
 		fmt.Println("no answer: kicked")
@@ -408,7 +410,7 @@ func (c *conn) Run(timeout *hashedwheel.Timeout) {
 	}
 	c.unanswered++ // an answer would set it back to 0
 	fmt.Println("ping", c.unanswered)
-	if err := timeout.Timer().Schedule(timeout, c, 20*time.Millisecond); err != nil {
+	if err := timeout.Timer().ScheduleAt(timeout, c, timeout.Deadline().Add(20*time.Millisecond)); err != nil {
 		log.Print(err) // the timer stopped
 	}
 }

@@ -163,10 +163,10 @@ func (t *Timer) nudgeWorker(now int64) {
 // CancelledTask whose Cancelled call is still owed (it may be scheduled from
 // inside Cancelled); and if it was periodic and cancelled (by Cancel, or by
 // its Timer's Stop) during a run that has not returned. Calls racing on one
-// ended Timeout arm it once: the others
-// get that error, unless a Cancel ended the arm first. On its own Timer, a
-// cancelled Timeout is armed again at once, where it is, for the cost of the
-// Cancel: the worker has nothing to do until its new deadline.
+// ended Timeout arm it once: the others get that error, unless a Cancel
+// ended the arm first. On its own Timer, a cancelled Timeout is armed again
+// at once, where it is, for the cost of the Cancel: the worker has nothing
+// to do until its new deadline.
 //
 // Schedule returns [ErrNilTimeout] for a nil to, and the errors of NewTimeout:
 // [ErrNilTask], [ErrTimerStopped], an error wrapping
