@@ -781,6 +781,35 @@ func TestGuarantee21ScheduleExecutorRunReturningAfterStopMakesTheCancelledCall(t
 	})
 }
 
+func TestGuarantee21ScheduleExecutorRunReturningAfterStopEndsAPendingArmWithItsCancelledCall(t *testing.T) {
+	// The same, with an arm nobody cancelled: Stop did not return it (it
+	// was held by the run), so it ends cancelled as the run returns, is
+	// counted, and gets its Cancelled call, the only news of its end.
+	synctest.Test(t, func(t *testing.T) {
+		tm, _ := startedTimer(t, hashedwheel.WithTaskExecutor(func(f func()) { go f() }))
+		var to hashedwheel.Timeout
+		c := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 2)}
+		running, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		require.NoError(t, tm.Schedule(&to, hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {
+			defer close(returned)
+			close(running)
+			<-release
+		}), 0))
+		<-running
+		require.NoError(t, tm.Schedule(&to, c, time.Hour), "from outside, while the run is out")
+		assert.Empty(t, tm.Stop(), "Stop returned an arm its run still held")
+		close(release)
+		<-returned
+		synctest.Wait()
+		require.Len(t, c.cancelled, 1, "Cancelled calls")
+		assert.Same(t, &to, <-c.cancelled)
+		assert.Zero(t, c.ran.Load())
+		assert.True(t, to.IsCancelled())
+		assert.Equal(t, uint64(1), tm.Stats().Cancelled)
+		assert.Zero(t, tm.PendingTimeouts())
+	})
+}
+
 func TestGuarantee21ScheduleErrorsLeaveTheTimeoutAsItWas(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, r *rig) {
 		p, q := newProbe(r.start), newProbe(r.start)
