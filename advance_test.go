@@ -337,17 +337,22 @@ func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
 	// starts a millisecond later is less than a period behind, and is not
 	// skipped (guarantee 12).
 	const period = 3 * jobTick
-	arms := map[string]func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout)) error{
-		"Every": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout)) error {
+	type arming func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout), woken chan<- struct{}) error
+	arms := map[string]arming{
+		"Every": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout), _ chan<- struct{}) error {
 			_, err := tm.NewPeriodicTimeout(hashedwheel.TimerFunc(ran), period)
 			return err
 		},
-		"re-armed by its task": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout)) error {
+		"re-armed by its task": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout), woken chan<- struct{}) error {
 			var task hashedwheel.TimerFunc
 			task = func(to *hashedwheel.Timeout) {
 				ran(to)
 				if err := tm.ScheduleAt(to, task, to.Deadline().Add(period)); err != nil {
 					t.Errorf("re-arm from its own run: %v", err)
+				}
+				select { // a goroutine that schedules wakes the owner
+				case woken <- struct{}{}:
+				default:
 				}
 			}
 			return tm.Schedule(new(hashedwheel.Timeout), task, period)
@@ -356,6 +361,7 @@ func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
 	for name, arm := range arms {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
+				woken := make(chan struct{}, 1)
 				// Each run starts a millisecond after it is handed out, on a
 				// goroutine of its own: it is out when Advance returns.
 				var out sync.WaitGroup
@@ -372,15 +378,22 @@ func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
 					if time.Now().Before(to.Deadline()) {
 						early.Add(1)
 					}
-				}))
+				}, woken))
+				// The loop of Advance's example: sleep until NextDeadline,
+				// or until a goroutine that scheduled wakes the owner.
 				end := start.Add(time.Second)
 				for calls := 0; time.Now().Before(end); calls++ {
 					require.Less(t, calls, 10_000, "the owner woke more than 10,000 times in a second")
-					at, ok := tm.NextDeadline()
-					require.True(t, ok, "NextDeadline says nothing is pending")
-					require.True(t, at.After(time.Now()) || runs.Load() == 0,
-						"NextDeadline %v is not after now, %v", at.Sub(start), time.Since(start))
-					time.Sleep(min(time.Until(at), time.Until(end)))
+					wait := time.Until(end)
+					if at, ok := tm.NextDeadline(); ok {
+						require.True(t, at.After(time.Now()), "NextDeadline %v is not after now, %v",
+							at.Sub(start), time.Since(start))
+						wait = min(wait, time.Until(at))
+					}
+					select {
+					case <-woken:
+					case <-time.After(wait):
+					}
 					advance(t, tm)
 				}
 				assert.GreaterOrEqual(t, runs.Load(), int32(32), "runs in a second, every %v", period)
@@ -388,6 +401,50 @@ func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGuarantee19NextDeadlineLooksOnceATickWhileALongRunIsOut: a run that
+// stays out on the executor for ten ticks, beside a timeout pending an hour
+// ahead: NextDeadline is after the owner's now each time, so an owner that
+// sleeps until it wakes about once a tick, not at once again and again.
+func TestGuarantee19NextDeadlineLooksOnceATickWhileALongRunIsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sync.WaitGroup
+		defer out.Wait()
+		tm, start := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) { out.Go(task) }))
+		mustSchedule(t, tm, 5*time.Millisecond, func() { time.Sleep(100 * time.Millisecond) })
+		mustSchedule(t, tm, time.Hour, func() {})
+		end := start.Add(300 * time.Millisecond)
+		calls := 0
+		for ; time.Now().Before(end); calls++ {
+			require.Less(t, calls, 1000, "the owner woke more than 1,000 times in 300ms")
+			at, ok := tm.NextDeadline()
+			require.True(t, ok)
+			require.True(t, at.After(time.Now()), "NextDeadline %v, not after now %v", at.Sub(start), time.Since(start))
+			time.Sleep(min(time.Until(at), time.Until(end)))
+			advance(t, tm)
+		}
+		assert.LessOrEqual(t, calls, 31, "calls in 300ms of 10ms ticks")
+	})
+}
+
+// TestGuarantee19NextDeadlineIsFalseWithNothingPendingWhileARunIsOut: a
+// one-shot run out on the executor that arms nothing: nothing is pending,
+// and NextDeadline says so.
+func TestGuarantee19NextDeadlineIsFalseWithNothingPendingWhileARunIsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out sync.WaitGroup
+		defer out.Wait()
+		release := make(chan struct{})
+		tm, _ := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) { out.Go(task) }))
+		mustSchedule(t, tm, 5*time.Millisecond, func() { <-release })
+		time.Sleep(20 * time.Millisecond)
+		require.Equal(t, 1, advance(t, tm))
+		require.Zero(t, tm.PendingTimeouts())
+		at, ok := tm.NextDeadline()
+		close(release)
+		assert.False(t, ok, "NextDeadline = %v, true with nothing pending", at)
+	})
 }
 
 func TestGuarantee19OneOwnerAtATime(t *testing.T) {
@@ -544,6 +601,52 @@ func TestGuarantee20ContextIsDoneDuringTheAdvanceThatExpiresIt(t *testing.T) {
 		<-ctx2.Done()
 		assert.True(t, errors.Is(ctx2.Err(), context.DeadlineExceeded))
 	})
+}
+
+// TestGuarantee20GoexitInACancelledCallOfTheTakeInLosesNothing: the owner's
+// take-in (of NextDeadline, or of Advance) makes the Cancelled call of a
+// timeout cancelled while queued, which calls runtime.Goexit, ending the
+// owner's goroutine there; the timeouts taken from the queues after it and
+// not yet placed are taken in by the owner's next call, and run at their
+// deadlines.
+func TestGuarantee20GoexitInACancelledCallOfTheTakeInLosesNothing(t *testing.T) {
+	calls := map[string]func(tm *hashedwheel.Timer){
+		"NextDeadline": func(tm *hashedwheel.Timer) { tm.NextDeadline() },
+		"Advance":      func(tm *hashedwheel.Timer) { _, _ = tm.Advance(time.Now()) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tm, _ := ownedTimer(t)
+				// One 8KB object, so in one shard's queue, in this order:
+				// the Goexit comes before the others are placed.
+				timeouts := new([128]hashedwheel.Timeout)
+				task := &goexitOnCancel{}
+				require.NoError(t, tm.Schedule(&timeouts[0], task, time.Hour))
+				require.True(t, timeouts[0].Cancel()) // still queued, its call owed
+				var ran atomic.Int32
+				count := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
+				const n = 64
+				for i := range n {
+					require.NoError(t, tm.Schedule(&timeouts[1+i], count, 20*time.Millisecond))
+				}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					call(tm)
+				}()
+				<-done
+				require.Equal(t, int32(1), task.calls.Load(), "Cancelled calls")
+				at, ok := tm.NextDeadline()
+				require.True(t, ok, "NextDeadline with %d pending", tm.PendingTimeouts())
+				assert.False(t, at.After(time.Now().Add(time.Second)), "NextDeadline %v ahead with %d pending",
+					time.Until(at), tm.PendingTimeouts())
+				time.Sleep(time.Second)
+				advance(t, tm)
+				assert.Equal(t, int32(n), ran.Load(), "runs after a second")
+			})
+		})
+	}
 }
 
 func TestGuarantee20StatsCountAdvanceWork(t *testing.T) {

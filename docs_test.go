@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -356,12 +357,13 @@ func TestDocsGuaranteesNameTheirTests(t *testing.T) {
 	names := testNames(t)
 	guarantee := regexp.MustCompile(`^TestGuarantee(\d+)[A-Z]`)
 	for _, name := range names {
-		if m := guarantee.FindStringSubmatch(name); m != nil {
-			assert.Contains(t, sections[m[1]], "`"+name+"`",
-				"docs/guarantees.md: section %s does not name the test %s that holds it", m[1], name)
+		if m := guarantee.FindStringSubmatch(name); m != nil && !strings.Contains(sections[m[1]], "`"+name+"`") {
+			t.Errorf("docs/guarantees.md: section %s does not name the test %s that holds it", m[1], name)
 		}
 	}
 	for _, m := range regexp.MustCompile("`((?:Test|Fuzz|Example)\\w+)`").FindAllStringSubmatch(string(text), -1) {
-		assert.Contains(t, names, m[1], "docs/guarantees.md names %s, which is no test", m[1])
+		if !slices.Contains(names, m[1]) {
+			t.Errorf("docs/guarantees.md names %s, which is no test", m[1])
+		}
 	}
 }

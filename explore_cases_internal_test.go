@@ -288,11 +288,12 @@ var opStopGoexits = exOp{key: "stopGoexits", name: "Stop (a Cancelled call in it
 	run: opStop.run, goexits: true}
 
 // opOwnerLoop is the owner's loop of Advance's example, three times round:
-// it sleeps until NextDeadline and Advances to it. NextDeadline must never
-// be later than the first time at which Advance would run something: while
-// a run of the Timeout is out, the end of the tick the owner is in (the
-// first at which what the run hands back could run); while the Timeout is
-// pending in the wheel, the end of the tick of its deadline.
+// it sleeps until NextDeadline and Advances to it. While the Timeout is
+// pending, NextDeadline must say so, and never be later than the first time
+// at which Advance would run something: while a run of the Timeout is out,
+// the end of the tick the owner is in (the first at which what the run
+// hands back could run); while it waits in the wheel, the end of the tick
+// of its deadline.
 var opOwnerLoop = exOp{key: "ownerLoop", name: "the owner's loop (NextDeadline, Advance) x3",
 	run: func(w *exWorld, _ int) string {
 		var got []string
@@ -301,8 +302,8 @@ var opOwnerLoop = exOp{key: "ownerLoop", name: "the owner's loop (NextDeadline, 
 			tick := int64(exTick)
 			latest, why := int64(math.MaxInt64), ""
 			switch {
-			case out:
-				latest, why = w.now[w.tm]+tick, "a run of the Timeout is out"
+			case pending && out:
+				latest, why = w.now[w.tm]+tick, "the Timeout is pending, and a run of it is out"
 			case pending && w.to.timer.Load() == w.tm && w.to.deadline < math.MaxInt64-tick:
 				due := max(w.to.deadline, w.now[w.tm]) / tick
 				latest, why = (due+1)*tick, "the Timeout is pending"

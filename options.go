@@ -133,13 +133,16 @@ func WithMaxPendingTimeouts(n int64) Option {
 // goes back to the worker, whose next run is due a period later.
 //
 // Stop does not wait for runs on exec's goroutines. A periodic Timeout whose
-// run is out as Stop comes is cancelled, returned by Stop, and held by that
-// run until it returns (see [Timer.Stop]). A Timeout that such a run
-// schedules again as Stop comes, and that the run hands back after Stop has
-// finished, ends cancelled as the run returns, counted in Stats, and is not
-// among the timeouts Stop returned: if its task is a [CancelledTask], its
-// Cancelled call is made then, on that goroutine, whether Cancel cancelled
-// it or not.
+// run is out as Stop comes is cancelled (and returned by Stop, unless Cancel
+// cancelled it first), and held by that run until it returns (see
+// [Timer.Stop]); a Cancelled call owed for it comes as the run returns, on
+// that run's goroutine if the worker has exited. A Timeout that such a run
+// schedules again as Stop comes is cancelled and returned by Stop if the run
+// hands it back while Stop still takes in what comes; handed back later, as
+// Stop finishes or after, it ends cancelled as the run returns, counted in
+// Stats, and is not among the timeouts Stop returned: if its task is a
+// [CancelledTask], its Cancelled call is made then, on that goroutine,
+// whether Cancel cancelled it or not.
 //
 // See the example of [WithTaskWorkers], the pool the timer owns, which most
 // programs want instead.
@@ -155,17 +158,18 @@ func WithTaskExecutor(exec func(task func())) Option {
 
 // WithTaskWorkers runs tasks on a pool of n goroutines that the Timer starts
 // with its worker and ends in Stop, which waits for the tasks running on
-// them (and cancels what they schedule meanwhile as it comes, so that a task
-// that waits on a deadline context it made does not hold Stop up). A slow task (a blocked write, say) then delays only its own pool
-// goroutine, not expiry, nor the other tasks while another pool goroutine is
-// free. Every task of the timer runs on the pool, so give n more goroutines
-// than tasks that may block at once. [CancelledTask]'s Cancelled still runs on
-// the worker. Tasks are handed out in the
-// order the worker expires them, through an unbounded queue, so the worker
-// never waits for the pool; a periodic timeout never has two runs at once.
-// Stop called from a pooled task neither deadlocks nor waits, as from a task
-// on the worker. n must be positive, and the option cannot be combined with
-// [WithTaskExecutor].
+// them. What they schedule meanwhile fails with [ErrTimerStopped], or, if it
+// raced Stop, is cancelled as it comes (so a task that waits on a deadline
+// context it made does not hold Stop up). A slow task (a blocked write, say)
+// then delays only its own pool goroutine, not expiry, nor the other tasks
+// while another pool goroutine is free. Every task of the timer runs on the
+// pool, so give n more goroutines than tasks that may block at once.
+// [CancelledTask]'s Cancelled still runs on the worker. Tasks are handed out
+// in the order the worker expires them, through an unbounded queue, so the
+// worker never waits for the pool; a periodic timeout never has two runs at
+// once. Stop called from a pooled task neither deadlocks nor waits, as from a
+// task on the worker. n must be positive, and the option cannot be combined
+// with [WithTaskExecutor].
 func WithTaskWorkers(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n <= 0 {

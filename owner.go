@@ -133,9 +133,12 @@ func (t *Timer) advance(target int64) int {
 // It counts the runs handed to a [WithTaskExecutor] executor that have not
 // returned: as one returns it hands its Timeout back (a periodic one for its
 // next run, or one its task armed again), and nothing tells the owner. While
-// one is out, NextDeadline is at most the end of the tick the owner is in
-// (the first at which what comes back could run), so an owner that sleeps
-// until NextDeadline looks once a tick until the run returns.
+// one is out and a timeout is pending, NextDeadline is at most the end of the
+// tick the owner is in (the first at which what comes back could run), so
+// an owner that sleeps until NextDeadline looks once a tick until the run
+// returns. With nothing pending it returns false, runs out or not: a task
+// that arms its Timeout again from a run on the executor is one more
+// goroutine that schedules, and wakes the owner after it has.
 //
 // NextDeadline returns false, and changes nothing, on a Timer with a worker,
 // after [Timer.Stop], and while an Advance or NextDeadline of the Timer is in
@@ -159,36 +162,41 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 		t.publishStats() // the cancels it took in count at once
 	}
 	at := t.own.nextDueAt
-	if t.own.runsOut.Load() > 0 {
-		// A run out on the executor hands its Timeout back (a periodic
-		// one, or one armed again from its task) as it returns, which no
-		// call tells the owner: the owner looks again at the end of the
-		// tick it is in, the first at which what it hands back could run.
-		at = min(at, t.tickEnd(t.wheel.tick))
-	}
 	if !t.nothingToTakeIn() {
 		// A Cancelled call made as it took them in scheduled more, or a
 		// run returned meanwhile: the next Advance takes that in, and is
 		// due at once.
 		at = min(at, t.own.lastNow)
 	}
-	if at == math.MaxInt64 && t.PendingTimeouts() == 0 {
+	pending := t.PendingTimeouts() > 0
+	if at == math.MaxInt64 && !pending {
 		return time.Time{}, false
+	}
+	if pending && t.own.runsOut.Load() > 0 {
+		// A run out on the executor hands its Timeout back (a periodic
+		// one, or one armed again from its task, both pending) as it
+		// returns, which no call tells the owner: the owner looks again
+		// at the end of the tick it is in, the first at which what it
+		// hands back could run. (Advance with nothing to do leaves the
+		// wheel's tick behind the owner's.)
+		at = min(at, t.tickEnd(max(t.wheel.tick, t.own.lastNow/t.conf.tickDuration)))
 	}
 	return t.life.startTime.Add(time.Duration(at)), true
 }
 
 // nothingToTakeIn reports whether no timeout was scheduled, returned from a
 // periodic run, cancelled in a bucket or reset before its check tick since
-// the owner last took them in. takeIn empties the consumers' lists of the
-// queues, so only what producers pushed since counts.
+// the owner last took them in: nothing pushed since, and nothing left in the
+// consumers' lists of the queues, which takeIn empties unless a Cancelled
+// call it makes calls runtime.Goexit. Its caller holds advancing.
 func (t *Timer) nothingToTakeIn() bool {
 	for i := range t.shards {
-		if t.shards[i].timeouts.producerTop.Load() != nil {
+		q := &t.shards[i].timeouts
+		if q.producerTop.Load() != nil || q.consumerHead != nil {
 			return false
 		}
 	}
-	return t.changes.producerTop.Load() == nil
+	return t.changes.producerTop.Load() == nil && t.changes.consumerHead == nil
 }
 
 // takeIn does for an owned Timer what the worker does at the start of a

@@ -182,6 +182,9 @@ func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 	// The push succeeds: a stopping worker closes the queues only after it
 	// has taken every run off its list.
 	if !t.shardFor(to).timeouts.push(to) {
+		if assertInvariants {
+			panic("hashedwheel: invariant broken: a periodic run came back to a closed queue, still on the list of runs")
+		}
 		t.endAside(to, s)
 		return now
 	}

@@ -14,8 +14,9 @@ import (
 // with what it read inside. It allocates nothing, but for the worker's first
 // placement of a timeout in a level above the wheel, which makes the level
 // (1.5 KiB, once per level and Timer). Goroutines that only look
-// (IsPending, IsExpired, IsCancelled, Timer, Deadline, and the refusal of
-// Cancel on an arm that has ended) load the word without the lock.
+// (IsPending, IsExpired, IsCancelled, Timer, the refusal of Cancel on an arm
+// that has ended, and Deadline unless an arm is being made) load the word
+// without the lock.
 //
 // Three kinds of change skip the lock, each for a reason of its own:
 // initState writes the first state of a Timeout NewTimeout has made and not
@@ -122,8 +123,9 @@ import (
 //	run's goroutine, end      pending or cancelled, run     new; pushed (armed again while out)      Timer.endRun
 //	run's goroutine, end      periodic run                  returning, next deadline; pushed         Timer.handBack
 //	run's goroutine, end      cancelled, run (periodic)     changes; pushed to the changes queue     Timer.handBack
-//	run's goroutine, end      any, run, queues closed       cancelled, nowhere; counted aside; call  Timer.endRun, Timer.handBack,
-//	  (after Stop)                                          if owed, or if it was pending and wants it  end in endAside
+//	run's goroutine, end      any, run, queues closed       cancelled, nowhere; counted aside (by    Timer.endRun, Timer.handBack,
+//	  (after Stop)                                          Stop before, for a periodic one); call   end in endAside
+//	                                                        if owed, or if it was pending and wants it
 //	worker, stopping          pending, new, bucket,         cancelled (Stop's), let go; returned     Timer.cancelForStop
 //	                          bucket+chg or returning
 //	worker, stopping          cancelled, new, bucket or     nowhere; call taken                      Timer.cancelForStop

@@ -35,7 +35,7 @@ type TimerTask interface {
 // returns after its Timer's Stop has finished lets go of its timeout itself,
 // and the call comes on that run's goroutine as it returns: the call of a
 // timeout Cancel cancelled while that run was out, or of an arm that run
-// made as Stop came, which Stop does not return (see [Timer.Schedule]).
+// made as Stop came, which Stop does not return (see [WithTaskExecutor]).
 // Timeouts that Stop cancels and returns get no call. A panic in Cancelled is
 // recovered and logged, as one in Run is. Like Run, Cancelled should return
 // quickly: expiry waits for it.
@@ -112,7 +112,8 @@ type Timeout struct {
 
 	// deadline is when the task is due, in nanoseconds since the timer
 	// started. Written under the lock (before publication by NewTimeout),
-	// with atomic.StoreInt64; Deadline and String load it without the lock.
+	// with atomic.StoreInt64; Deadline loads it without the lock, checked
+	// by the generation (see timerAndDeadline).
 	deadline int64
 
 	// state is the state word: the lock, the phase, where the timeout is
