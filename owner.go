@@ -168,11 +168,15 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 		// due at once.
 		at = min(at, t.own.lastNow)
 	}
+	runsOut := t.own.runsOut.Load() > 0
+	if at < math.MaxInt64 && !runsOut {
+		return t.life.startTime.Add(time.Duration(at)), true // the common case
+	}
 	pending := t.PendingTimeouts() > 0
 	if at == math.MaxInt64 && !pending {
 		return time.Time{}, false
 	}
-	if pending && t.own.runsOut.Load() > 0 {
+	if pending && runsOut {
 		// A run out on the executor hands its Timeout back (a periodic
 		// one, or one armed again from its task, both pending) as it
 		// returns, which no call tells the owner: the owner looks again
