@@ -354,6 +354,7 @@ func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
 				case woken <- struct{}{}:
 				default:
 				}
+				time.Sleep(time.Millisecond) // and goes on: the new arm reaches the Timer as it returns
 			}
 			return tm.Schedule(new(hashedwheel.Timeout), task, period)
 		},
