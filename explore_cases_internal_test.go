@@ -347,23 +347,12 @@ func exGoexitOnCancelled(setup exSetup) exSetup {
 }
 
 // exSetupPeriodicPooled: in the pool world, a periodic Timeout whose first
-// run is queued on the pool, not started; its task is a CancelledTask if
-// notifies.
+// run is queued on the pool, not started: the set-up of exSetupPeriodicOut,
+// whose run the pool world hands to the pool.
 func exSetupPeriodicPooled(name string, notifies bool) exSetup {
-	return exSetup{name, "periodic, its first run handed to the pool and not started", func(tb testing.TB, w *exWorld) {
-		a := w.newArm("p0", w.tm, notifies)
-		a.periodic = true
-		to, err := w.tm.NewPeriodicTimeout(a.task, exTick)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		w.to = to
-		w.keep(a)
-		if n, err := w.advance(w.tm, 2); n != 1 || err != nil {
-			tb.Fatalf("set-up %s: Advance = %d, %v", name, n, err)
-		}
-		exMust(tb, w, stPending, heldPeriodicRun, 0, name)
-	}}
+	setup := exSetupPeriodicOut(name, notifies)
+	setup.desc = "periodic, its first run handed to the pool and not started"
+	return setup
 }
 
 var (
@@ -371,16 +360,8 @@ var (
 	setupPeriodicPooledNotify = exSetupPeriodicPooled("periodic-pooled-notify", true)
 
 	// setupPooled: in the pool world, a one-shot run handed to the pool
-	// and not started.
-	setupPooled = exSetup{"pooled", "expired, its run handed to the pool and not started", func(tb testing.TB, w *exWorld) {
-		if err := w.schedule("a0", w.tm, 0, true); err != nil {
-			tb.Fatal(err)
-		}
-		if n, err := w.advance(w.tm, 1); n != 1 || err != nil {
-			tb.Fatalf("set-up pooled: Advance = %d, %v", n, err)
-		}
-		exMust(tb, w, stExpired, heldRun, 0, "pooled")
-	}}
+	// and not started: setupOut's set-up.
+	setupPooled = exSetup{"pooled", "expired, its run handed to the pool and not started", setupOut.run}
 
 	// setupPooledSchedules: setupPooled, whose task schedules a Timeout
 	// of its own on tm (its check of the Timer's state may come before

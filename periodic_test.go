@@ -410,6 +410,13 @@ func TestInvalidPeriodIsRejected(t *testing.T) {
 	assert.Zero(t, tm.PendingTimeouts())
 }
 
+// runOffTheWorker are the two ways a run goes out to another goroutine: a
+// pool of one, and an executor that starts a goroutine a run.
+var runOffTheWorker = map[string]hashedwheel.Option{
+	"pool":     hashedwheel.WithTaskWorkers(1),
+	"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
+}
+
 // heldRun is a periodic task whose first run holds its goroutine until
 // released, and that counts the runs of its Timeout in flight.
 type heldRun struct {
@@ -454,10 +461,7 @@ func (h *heldRun) other() hashedwheel.TimerTask {
 // 12 and 21: runs of one Timeout never overlap). Once the run returns it
 // may be scheduled anywhere.
 func TestGuarantee12StopLeavesAPeriodicRunInProgressToFinish(t *testing.T) {
-	for name, opt := range map[string]hashedwheel.Option{
-		"pool":     hashedwheel.WithTaskWorkers(1),
-		"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
-	} {
+	for name, opt := range runOffTheWorker {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tm, _ := startedTimer(t, opt)

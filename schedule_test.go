@@ -756,35 +756,21 @@ func TestGuarantee21ScheduleExecutorRunReturningAfterStopMakesTheCancelledCall(t
 	// Stop does not wait for a run on an executor's goroutine. A Timeout
 	// that run schedules again, and that Cancel cancels before Stop, gets its
 	// Cancelled call when the run returns, on that goroutine.
-	synctest.Test(t, func(t *testing.T) {
-		tm, _ := startedTimer(t, hashedwheel.WithTaskExecutor(func(f func()) { go f() }))
-		var to hashedwheel.Timeout
-		c := &cancelRecorder{cancelled: make(chan *hashedwheel.Timeout, 2)}
-		running, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		require.NoError(t, tm.Schedule(&to, hashedwheel.TimerFunc(func(*hashedwheel.Timeout) {
-			defer close(returned)
-			close(running)
-			<-release
-		}), 0))
-		<-running
-		require.NoError(t, tm.Schedule(&to, c, time.Hour), "from outside, while the run is out")
-		require.True(t, to.Cancel())
-		assert.Empty(t, tm.Stop())
-		close(release)
-		<-returned
-		synctest.Wait()
-		require.Len(t, c.cancelled, 1, "Cancelled calls")
-		assert.Same(t, &to, <-c.cancelled)
-		assert.Zero(t, c.ran.Load())
-		assert.True(t, to.IsCancelled())
-		assert.Equal(t, uint64(1), tm.Stats().Cancelled)
-	})
+	testExecutorArmAsStopComes(t, true)
 }
 
 func TestGuarantee21ScheduleExecutorRunReturningAfterStopEndsAPendingArmWithItsCancelledCall(t *testing.T) {
 	// The same, with an arm nobody cancelled: Stop did not return it (it
 	// was held by the run), so it ends cancelled as the run returns, is
 	// counted, and gets its Cancelled call, the only news of its end.
+	testExecutorArmAsStopComes(t, false)
+}
+
+// testExecutorArmAsStopComes arms a Timeout again while its run is out on an
+// executor, cancels that arm if cancel, and stops the Timer before the run
+// returns: the arm ends cancelled as the run returns, with its Cancelled
+// call, and is counted once.
+func testExecutorArmAsStopComes(t *testing.T, cancel bool) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, _ := startedTimer(t, hashedwheel.WithTaskExecutor(func(f func()) { go f() }))
 		var to hashedwheel.Timeout
@@ -797,6 +783,9 @@ func TestGuarantee21ScheduleExecutorRunReturningAfterStopEndsAPendingArmWithItsC
 		}), 0))
 		<-running
 		require.NoError(t, tm.Schedule(&to, c, time.Hour), "from outside, while the run is out")
+		if cancel {
+			require.True(t, to.Cancel())
+		}
 		assert.Empty(t, tm.Stop(), "Stop returned an arm its run still held")
 		close(release)
 		<-returned
@@ -1881,10 +1870,7 @@ func (h *heldCancelledRun) Cancelled(to *hashedwheel.Timeout) {
 // Cancelled call comes once the run has returned, and an arm on another
 // Timer made from inside the call never runs beside it.
 func TestGuarantee21ScheduleFromInsideTheCancelledCallOfARunOutAsStopComes(t *testing.T) {
-	for name, opt := range map[string]hashedwheel.Option{
-		"pool":     hashedwheel.WithTaskWorkers(1),
-		"executor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
-	} {
+	for name, opt := range runOffTheWorker {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tm, _ := startedTimer(t, opt)
