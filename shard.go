@@ -37,7 +37,11 @@ type shard struct {
 // pending returns the shard's count of pending timeouts.
 func (s *shard) pending() *atomic.Int64 { return &s.timeouts.producerCount }
 
-// shardFor returns the shard of to.
+// shardFor returns the shard of to, from its address: the one use of unsafe
+// in the package. TestATimeoutKeepsItsShardForLife and
+// TestTimeoutsMadeTogetherShareAShard fail the day a Go release breaks what
+// that rests on (heap objects never move; one goroutine's allocations share
+// a span).
 func (t *Timer) shardFor(to *Timeout) *shard {
 	if exploring {
 		// The explorer replays schedules step by step: a shard that

@@ -1,11 +1,7 @@
-// Command actor shows a goroutine that owns its sessions and their idle
-// deadlines with no mutex: a Timer made WithoutWorker runs the deadlines on
-// the actor's goroutine, inside Advance. Each session holds its deadline, a
-// Timeout, and is its task. A message only notes its time; when the
-// deadline comes, the task closes the session, or, if a message came
-// meanwhile, arms the Timeout again with ScheduleAt at the idle limit after
-// that message: one wheel operation per idle limit, not one per message.
-// Three clients talk for two seconds; one goes quiet and is closed.
+// Command actor keeps sessions and their idle deadlines on one goroutine with
+// no mutex: a Timer made WithoutWorker runs its tasks inside the actor's
+// Advance. A message notes its time; the deadline's task closes the session or
+// re-arms it at the idle limit after the last message, not once per message.
 //
 //	go run ./examples/actor
 package main
@@ -13,7 +9,6 @@ package main
 import (
 	"fmt"
 	"log"
-	"sync"
 	"time"
 
 	"github.com/hashedwheel/hashedwheel"
@@ -38,18 +33,16 @@ type session struct {
 // Run, on the actor's goroutine, inside Advance, closes the session if no
 // message came since its deadline was armed, or arms it again.
 func (s *session) Run(to *hashedwheel.Timeout) {
-	if next := s.last.Add(s.a.idle); next.After(to.Deadline()) {
-		if err := s.a.wheel.ScheduleAt(to, s, next); err == nil {
-			return // a message came: look again at its idle deadline
-		}
+	next := s.last.Add(s.a.idle)
+	if next.After(to.Deadline()) && s.a.wheel.ScheduleAt(to, s, next) == nil {
+		return // a message came: look again at its idle deadline
 	}
 	delete(s.a.sessions, s.name)
 	s.a.closed(s.name)
 }
 
 func newActor(idle time.Duration, closed func(name string)) (*actor, error) {
-	wheel, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(),
-		hashedwheel.WithTickDuration(10*time.Millisecond))
+	wheel, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTickDuration(10*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +57,8 @@ func (a *actor) message(name string, now time.Time) error {
 		return nil
 	}
 	s := &session{a: a, name: name, last: now}
-	if err := a.wheel.ScheduleAt(&s.idle, s, now.Add(a.idle)); err != nil {
-		return err
-	}
 	a.sessions[name] = s
-	return nil
+	return a.wheel.ScheduleAt(&s.idle, s, now.Add(a.idle))
 }
 
 // run serves the inbox until it is closed, then stops the wheel.
@@ -97,31 +87,30 @@ func (a *actor) run(inbox <-chan string) error {
 	}
 }
 
-// talk sends a message for name every 100ms until quiet has passed.
-func talk(inbox chan<- string, name string, quiet time.Duration) {
-	for end := time.Now().Add(quiet); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		inbox <- name
+// talk sends each name every 100ms until its time is up, then closes inbox.
+func talk(inbox chan<- string, talkFor map[string]time.Duration) {
+	for start := time.Now(); len(talkFor) > 0; time.Sleep(100 * time.Millisecond) {
+		for name, d := range talkFor {
+			if time.Since(start) >= d {
+				delete(talkFor, name)
+			} else {
+				inbox <- name
+			}
+		}
 	}
+	close(inbox)
 }
 
 func main() {
 	start := time.Now()
 	a, err := newActor(300*time.Millisecond, func(name string) {
-		fmt.Printf("%-6s closed after %v idle, at %v\n", name, 300*time.Millisecond,
-			time.Since(start).Round(10*time.Millisecond))
+		fmt.Printf("%s closed after 300ms idle, at %v\n", name, time.Since(start).Round(10*time.Millisecond))
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	inbox := make(chan string)
-	var clients sync.WaitGroup
-	for name, quiet := range map[string]time.Duration{"quiet": 500 * time.Millisecond, "alice": 2 * time.Second, "bob": 2 * time.Second} {
-		clients.Go(func() { talk(inbox, name, quiet) })
-	}
-	go func() {
-		clients.Wait()
-		close(inbox)
-	}()
+	go talk(inbox, map[string]time.Duration{"quiet": 500 * time.Millisecond, "alice": 2 * time.Second, "bob": 2 * time.Second})
 	if err := a.run(inbox); err != nil {
 		log.Fatal(err)
 	}
