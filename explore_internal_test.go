@@ -219,7 +219,7 @@ type exResult struct {
 // runSchedule runs bodies, one goroutine each, one step at a time, as choose
 // decides, for at most maxSteps steps. It returns once every body has
 // returned, or at the first failure: the goroutines left then end where they
-// are parked (runtime.Goexit), unless one is stuck (res.stuck), which the
+// are parked (panicking with errExAborted), unless one is stuck (res.stuck), which the
 // caller reports before it ends the test binary. A body i with goexitOK[i]
 // may end by runtime.Goexit; any other panic, or a Goexit of another, is a
 // failure.

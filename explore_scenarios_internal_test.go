@@ -148,7 +148,7 @@ type exWorld struct {
 	tm, tm2 *Timer
 	to      *Timeout
 
-	// pool: tm's runs go to its pool, which opPool plays (see exPoolWorld);
+	// pool: tm's runs go to its pool, which opPool plays (see newPooledTimer);
 	// poolRunning counts the pool runs in progress.
 	pool        bool
 	poolRunning int
@@ -203,10 +203,7 @@ func (w *exWorld) poolRun() bool {
 		p.mu.Unlock()
 		return false
 	}
-	r := p.ring[p.head]
-	p.ring[p.head] = run{}
-	p.head = (p.head + 1) & (len(p.ring) - 1)
-	p.n--
+	r := p.dequeue()
 	p.mu.Unlock()
 	// Counted as the executor's hand-outs are: every run queued is run
 	// here before the checks.
@@ -235,14 +232,7 @@ func (w *exWorld) runOutOf(to *Timeout) string {
 	if to != w.to {
 		return ""
 	}
-	if len(w.out) > 0 {
-		r := w.out[0]
-		return fmt.Sprintf("the run of arm %s, handed out by %s to its executor", r.arm.name, w.timerName(r.arm.timer))
-	}
-	if w.pool && w.poolQueued()+w.poolRunning > 0 {
-		return fmt.Sprintf("a run on the pool of tm (%d queued, %d running)", w.poolQueued(), w.poolRunning)
-	}
-	return ""
+	return w.runOutElsewhere(nil) // any Timer's
 }
 
 // runOutElsewhere describes a run of the Timeout that a Timer other than tm
@@ -253,8 +243,8 @@ func (w *exWorld) runOutElsewhere(tm *Timer) string {
 			return fmt.Sprintf("the run of arm %s, handed out by %s to its executor", r.arm.name, w.timerName(r.arm.timer))
 		}
 	}
-	if w.pool && tm != w.tm && w.poolQueued()+w.poolRunning > 0 {
-		return fmt.Sprintf("a run on the pool of tm (%d queued, %d running)", w.poolQueued(), w.poolRunning)
+	if queued := w.poolQueued(); w.pool && tm != w.tm && queued+w.poolRunning > 0 {
+		return fmt.Sprintf("a run on the pool of tm (%d queued, %d running)", queued, w.poolRunning)
 	}
 	return ""
 }
@@ -341,7 +331,7 @@ func (w *exWorld) advance(tm *Timer, ticks int) (int, error) {
 // returnRun makes the oldest run still out return, and reports whether there
 // was one. If the Timeout was armed again while the run was out and its
 // Timer has stopped meanwhile, the new arm may end cancelled as the run
-// returns, out of Stop's reach (see runReturned).
+// returns, out of Stop's reach (see Timer.endAside).
 func (w *exWorld) returnRun() bool {
 	if len(w.out) == 0 {
 		return false

@@ -164,12 +164,12 @@ func (q *mpscQueue) takeAll() {
 // is then touched once. Consumer only.
 func (q *mpscQueue) take() *Timeout {
 	var head *Timeout
-	// Only the consumer closes the queue: one it finds open stays open
-	// through the Swap.
-	if q.isClosed() {
+	explorePoint("queue take")
+	// Empty: no Swap. Closed: only the consumer closes the queue, so one
+	// it finds open stays open through the Swap.
+	if top := q.producerTop.Load(); top == nil || top == &closedQueue {
 		return nil
 	}
-	explorePoint("queue take")
 	for top := q.producerTop.Swap(nil); top != nil; {
 		n := top
 		top = n.next

@@ -274,7 +274,7 @@ func (t *Timer) cleanUpOwned() {
 	defer func() {
 		if !done {
 			if r := recover(); r != nil {
-				panic(r) // not a Goexit: nothing of the core's panics here
+				panic(r) // not a Goexit: an invariant broken (hashedwheel_assert) or the explorer's abort
 			}
 			t.cleanUpOwned() // a Cancelled call called runtime.Goexit
 		}

@@ -169,12 +169,7 @@ func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 			t.wakeWorker()
 			return now
 		}
-		owed := s&stOwesCancelled != 0
-		task := to.task
-		to.unlock(s.withHeld(heldNowhere) &^ stOwesCancelled)
-		if owed {
-			t.callCancelled(to, task)
-		}
+		t.letGo(to, s, false)
 		return now
 	}
 	next := skipBehind(nextPeriod(to.deadline, p.period), p.period, now)

@@ -84,16 +84,23 @@ func (p *taskPool) submit(to *Timeout, task TimerTask) {
 	p.mu.Unlock()
 }
 
+// dequeue removes and returns the oldest run queued. p.mu is held, and p.n
+// is not 0.
+func (p *taskPool) dequeue() run {
+	r := p.ring[p.head]
+	p.ring[p.head] = run{}
+	p.head = (p.head + 1) & (len(p.ring) - 1)
+	p.n--
+	return r
+}
+
 // take returns the next run, waiting for one; ok is false once the pool is
 // closed and empty.
 func (p *taskPool) take() (r run, ok bool) {
 	for {
 		p.mu.Lock()
 		if p.n > 0 {
-			r = p.ring[p.head]
-			p.ring[p.head] = run{}
-			p.head = (p.head + 1) & (len(p.ring) - 1)
-			p.n--
+			r = p.dequeue()
 			p.mu.Unlock()
 			return r, true
 		}

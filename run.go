@@ -143,13 +143,9 @@ func (t *Timer) endAside(to *Timeout, s state) {
 	t.shardFor(to).cancelledAside.Add(1)
 	if s.phase() == stPending {
 		t.pendingFor(to).Add(-1)
+		s = cancelledState(s) // its call is owed, if it wants one
 	}
-	call := s&stOwesCancelled != 0 || s.phase() == stPending && s&stWantsCancelled != 0
-	task := to.task
-	to.unlock(s.withPhase(stCancelled).withHeld(heldNowhere) &^ stOwesCancelled)
-	if call {
-		t.callCancelled(to, task)
-	}
+	t.letGo(to, s, false)
 }
 
 // callTask runs task on to; a panic in it is logged with the timeout.
@@ -251,9 +247,6 @@ func (t *Timer) logError(msg string, args ...any) {
 // let go of it (which cleared stOwesCancelled: from then on a Schedule may
 // arm the timeout again, from inside Cancelled say).
 func (t *Timer) callCancelled(to *Timeout, task TimerTask) {
-	if p, ok := task.(*periodicTask); ok {
-		task = p.task
-	}
 	defer t.recoverPanic(to, "Cancelled")
-	task.(CancelledTask).Cancelled(to)
+	userTask(task).(CancelledTask).Cancelled(to)
 }

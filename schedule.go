@@ -258,8 +258,9 @@ func (t *Timer) ScheduleAt(to *Timeout, task TimerTask, deadline time.Time) erro
 // read. The reading of the present is then the latest one elapsed checked:
 // a kick is a hint, and one that comes late delays only an early drain (see
 // kickWorker). A deadline without one is a synctest bubble's, or a wall-clock
-// time: it is taken against one reading of the clock, which must be the
-// timer's. Deadlines before the start count as the start.
+// time: it is taken against the wall reading of time.Now, which must be of
+// the timer's clock, counted from a reading of the Timer's clock taken
+// after it. Deadlines before the start count as the start.
 func (t *Timer) sinceStart(deadline time.Time) (at, now int64, err error) {
 	if t.life.state.Load() != stateStarted {
 		if err := t.Start(); err != nil {

@@ -18,7 +18,7 @@ import (
 // that has ended, and Deadline unless an arm is being made) load the word
 // without the lock.
 //
-// Three kinds of change skip the lock, each for a reason of its own:
+// Two kinds of change skip the lock, each for a reason of its own:
 // initState writes the first state of a Timeout NewTimeout has made and not
 // yet published (nobody else can reach it); and a swap is a section that
 // writes only the word, in one compare-and-swap from an unlocked state,

@@ -105,8 +105,9 @@ func (t *Timer) shutdown() {
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
-// t.life.unprocessed for Stop. It runs on the worker as it exits, before it
-// waits for the pool; closeQueues then takes what came meanwhile. Timeouts
+// t.life.unprocessed for Stop. It runs first in shutdown, before the wait
+// for the pool, during which takeForStop takes what comes; closeQueues
+// takes what comes after. Timeouts
 // that Cancel cancelled and that the worker has not yet let go of get their
 // Cancelled call here. The changes queue goes first, so that a Timeout
 // cancelled in its bucket is let go of (and may be armed on another Timer,
@@ -117,13 +118,7 @@ func (t *Timer) shutdown() {
 // list before the call, and the result is kept in t.life.unprocessed.
 func (t *Timer) collectUnprocessed() {
 	t.processChanges()
-	for i := range t.shards {
-		q := &t.shards[i].timeouts
-		for to := q.pop(); to != nil; to = q.pop() {
-			t.cancelForStop(to)
-		}
-		t.wheel.counters.cancelled += uint64(q.takeDropped())
-	}
+	t.takeNewForStop()
 	for i := range t.wheel.buckets {
 		b := &t.wheel.buckets[i]
 		for b.head != nil {
@@ -161,6 +156,13 @@ func (t *Timer) collectUnprocessed() {
 // tasks still running there push is not left waiting: a deadline context
 // made by one falls back to the runtime's timer at once.
 func (t *Timer) takeForStop() {
+	t.takeNewForStop()
+	t.processChanges()
+}
+
+// takeNewForStop takes and cancels for Stop what the queues of new
+// timeouts hold, and counts the cancelled ones they dropped.
+func (t *Timer) takeNewForStop() {
 	for i := range t.shards {
 		q := &t.shards[i].timeouts
 		for to := q.pop(); to != nil; to = q.pop() {
@@ -168,7 +170,6 @@ func (t *Timer) takeForStop() {
 		}
 		t.wheel.counters.cancelled += uint64(q.takeDropped())
 	}
-	t.processChanges()
 }
 
 // waitForPool lets the pool goroutines finish the runs handed to them and
@@ -187,6 +188,7 @@ func (t *Timer) waitForPool() {
 			// explorePoint: wait for them there.
 			select {
 			case <-p.done:
+				t.wake.sleeping.Store(false)
 				return
 			default:
 			}
@@ -240,16 +242,12 @@ func (t *Timer) cancelRunForStop(to *Timeout) {
 		return
 	}
 	t.wheel.running.remove(to)
-	ns := s.withHeld(heldRun)
-	if s.phase() == stPending {
-		ns = ns.withPhase(stCancelled)
-		t.pendingFor(to).Add(-1)
+	if s.phase() != stPending {
+		t.wheel.counters.cancelled++
+		to.unlock(s.withHeld(heldRun))
+		return
 	}
-	t.wheel.counters.cancelled++
-	to.unlock(ns)
-	if s.phase() == stPending {
-		t.life.unprocessed = append(t.life.unprocessed, to) // may allocate: after the section
-	}
+	t.stopPending(to, s.withPhase(stCancelled).withHeld(heldRun))
 }
 
 // cancelForStop takes to off where it is held (a queue of new timeouts it
@@ -261,11 +259,7 @@ func (t *Timer) cancelRunForStop(to *Timeout) {
 // is also in the changes queue is let go of, and its call made, when taken
 // from there (see takeChange).
 func (t *Timer) cancelForStop(to *Timeout) {
-	t.stopHeld(to, to.lock())
-}
-
-// stopHeld is cancelForStop once the lock is taken, with state s.
-func (t *Timer) stopHeld(to *Timeout, s state) {
+	s := to.lock()
 	if assertInvariants {
 		assertFoundIn(to, s, "what Stop collects", heldNew, heldReturning, heldBucket, heldBucketAndChanges)
 	}
@@ -290,6 +284,12 @@ func (t *Timer) stopHeld(to *Timeout, s state) {
 	if s.held() == heldBucketAndChanges {
 		ns = ns.withHeld(heldChanges)
 	}
+	t.stopPending(to, ns)
+}
+
+// stopPending ends the section of to, pending, with ns: Stop's cancel,
+// counted, and kept for Stop to return (appended after the section).
+func (t *Timer) stopPending(to *Timeout, ns state) {
 	t.pendingFor(to).Add(-1)
 	t.wheel.counters.cancelled++
 	o, observes := to.task.(stopObserver)

@@ -39,8 +39,8 @@ func TestGuarantee7TimeoutPushedAsStopComesIsReturnedByStop(t *testing.T) {
 				// the timer started...
 				to := newTimeoutOn(tm)
 				to.task, to.deadline = task, int64(time.Hour)
-				tm.shardFor(to).pending().Add(1)
-				to.state.Store(uint32(stPending | heldNew | wantsCancelled(task)))
+				tm.pendingFor(to).Add(1)
+				to.initState(stPending | heldNew | wantsCancelled(task))
 				require.True(t, tm.shardFor(to).timeouts.push(to))
 				// ...then Stop comes, and waits for the worker.
 				stopped := make(chan []*Timeout)
@@ -97,8 +97,8 @@ func TestGuarantee7TimeoutPushedWhileStopWaitsForThePoolIsCancelledAtOnce(t *tes
 		// Timer's state having come before Stop.
 		to := newTimeoutOn(tm)
 		to.task, to.deadline = TimerFunc(func(*Timeout) {}), int64(time.Hour)
-		tm.shardFor(to).pending().Add(1)
-		to.state.Store(uint32(stPending | heldNew))
+		tm.pendingFor(to).Add(1)
+		to.initState(stPending | heldNew)
 		require.True(t, tm.shardFor(to).timeouts.push(to), "the queues are closed already")
 		tm.nudgeWorker(tm.elapsed())
 		synctest.Wait()

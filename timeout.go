@@ -92,8 +92,9 @@ type Timeout struct {
 
 	// task is the latest arm's task; a *periodicTask for a periodic
 	// timeout. Written under the lock by Schedule (and before publication
-	// by NewTimeout); read under the lock by the worker as it hands a run
-	// out or takes a Cancelled call. Task and String read it as they are.
+	// by NewTimeout); read under the lock: by the worker as it hands a run
+	// out or takes a Cancelled call, by a run's goroutine as it hands its
+	// Timeout back (handBack, endAside), and by Task and String.
 	task TimerTask
 
 	// next links the timeout into a shard's queue of new timeouts

@@ -138,8 +138,9 @@ type lifecycle struct {
 // tick, and when it is late to take new timeouts. Written by the worker and
 // by producers, with atomics; the channel's sends never block.
 type wakeSignals struct {
-	// sleeping is set by the worker while it sleeps longer than one tick, or
-	// parks with an empty wheel. A producer that pushes to a queue and sees it
+	// sleeping is set by the worker while it sleeps longer than one tick,
+	// parks with an empty wheel, or, stopping, waits for the pool (see
+	// waitForPool). A producer that pushes to a queue and sees it
 	// set wakes the worker. The worker sets it before it checks the queues
 	// are empty, and producers push before they check it: with sequentially
 	// consistent atomics at least one side sees the other.
@@ -245,8 +246,9 @@ type ownerState struct {
 
 	// runsOut counts the runs handed to a WithTaskExecutor executor that
 	// have not returned (see NextDeadline). Incremented by the holder of
-	// advancing as it hands a run out, decremented by the run's goroutine
-	// after the run has handed its Timeout back; atomic.
+	// advancing as it hands a run out, decremented after the run has handed
+	// its Timeout back: by the run's goroutine, or by the holder of advancing
+	// if the executor panicked before the run started; atomic.
 	runsOut atomic.Int64
 }
 
