@@ -230,24 +230,27 @@ func TestGuarantee18WhatATaskSchedulesOrReArmsRunsAtALaterCall(t *testing.T) {
 	})
 }
 
-func TestGuarantee18AdvanceHandsTasksToTheExecutorAndRefusesAPool(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var handed atomic.Int32
-		tm, _ := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) {
-			handed.Add(1)
-			task()
-		}))
-		var ran atomic.Int32
-		mustSchedule(t, tm, 0, func() { ran.Add(1) })
-		time.Sleep(10 * time.Millisecond)
-		assert.Equal(t, 1, advance(t, tm))
-		assert.Equal(t, int32(1), handed.Load())
-		assert.Equal(t, int32(1), ran.Load())
-	})
-	_, err := hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTaskWorkers(2))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "WithTaskWorkers")
-	assert.Contains(t, err.Error(), "WithoutWorker")
+// TestGuarantee18AnOwnedTimerRunsItsOwnTasks: a Timer made WithoutWorker
+// runs its tasks inside Advance, on the owner's goroutine; with a pool or an
+// executor NewTimer returns an error that names both options, and no Timer.
+func TestGuarantee18AnOwnedTimerRunsItsOwnTasks(t *testing.T) {
+	for name, opt := range map[string]hashedwheel.Option{
+		"WithTaskWorkers":  hashedwheel.WithTaskWorkers(2),
+		"WithTaskExecutor": hashedwheel.WithTaskExecutor(func(task func()) { go task() }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, opts := range [][]hashedwheel.Option{
+				{hashedwheel.WithoutWorker(), opt},
+				{opt, hashedwheel.WithoutWorker()},
+			} {
+				tm, err := hashedwheel.NewTimer(opts...)
+				require.Error(t, err)
+				assert.Nil(t, tm)
+				assert.Contains(t, err.Error(), name)
+				assert.Contains(t, err.Error(), "WithoutWorker")
+			}
+		})
+	}
 }
 
 func TestGuarantee19NextDeadlineIsNeverLaterThanTheNextRun(t *testing.T) {
@@ -322,130 +325,6 @@ func followNextDeadline(t *testing.T, tm *hashedwheel.Timer, want time.Time) int
 			return calls
 		}
 	}
-}
-
-// TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor: with a
-// WithTaskExecutor that runs each task on a goroutine of its own, a run may
-// still be out when the owner asks NextDeadline how long it may sleep: a
-// periodic Timeout's run, whose Timeout comes back for its next run as the
-// run returns, or the run of a one-shot Timeout that re-arms itself from its
-// task, whose new arm reaches the Timer as the run returns. NextDeadline
-// counts such a run, so an owner that sleeps until NextDeadline, as
-// Advance's example does, keeps running the Timeout every period.
-func TestGuarantee19NextDeadlineCountsARunOutOnAnExecutor(t *testing.T) {
-	// Three ticks: a run handed out at the end of its deadline's tick that
-	// starts a millisecond later is less than a period behind, and is not
-	// skipped (guarantee 12).
-	const period = 3 * jobTick
-	type arming func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout), woken chan<- struct{}) error
-	arms := map[string]arming{
-		"Every": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout), _ chan<- struct{}) error {
-			_, err := tm.NewPeriodicTimeout(hashedwheel.TimerFunc(ran), period)
-			return err
-		},
-		"re-armed by its task": func(tm *hashedwheel.Timer, ran func(to *hashedwheel.Timeout), woken chan<- struct{}) error {
-			var task hashedwheel.TimerFunc
-			task = func(to *hashedwheel.Timeout) {
-				ran(to)
-				if err := tm.ScheduleAt(to, task, to.Deadline().Add(period)); err != nil {
-					t.Errorf("re-arm from its own run: %v", err)
-				}
-				select { // a goroutine that schedules wakes the owner
-				case woken <- struct{}{}:
-				default:
-				}
-				time.Sleep(time.Millisecond) // and goes on: the new arm reaches the Timer as it returns
-			}
-			return tm.Schedule(new(hashedwheel.Timeout), task, period)
-		},
-	}
-	for name, arm := range arms {
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				woken := make(chan struct{}, 1)
-				// Each run starts a millisecond after it is handed out, on a
-				// goroutine of its own: it is out when Advance returns.
-				var out sync.WaitGroup
-				defer out.Wait()
-				tm, start := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) {
-					out.Go(func() {
-						time.Sleep(time.Millisecond)
-						task()
-					})
-				}))
-				var runs, early atomic.Int32
-				require.NoError(t, arm(tm, func(to *hashedwheel.Timeout) {
-					runs.Add(1)
-					if time.Now().Before(to.Deadline()) {
-						early.Add(1)
-					}
-				}, woken))
-				// The loop of Advance's example: sleep until NextDeadline,
-				// or until a goroutine that scheduled wakes the owner.
-				end := start.Add(time.Second)
-				for calls := 0; time.Now().Before(end); calls++ {
-					require.Less(t, calls, 10_000, "the owner woke more than 10,000 times in a second")
-					wait := time.Until(end)
-					if at, ok := tm.NextDeadline(); ok {
-						require.True(t, at.After(time.Now()), "NextDeadline %v is not after now, %v",
-							at.Sub(start), time.Since(start))
-						wait = min(wait, time.Until(at))
-					}
-					select {
-					case <-woken:
-					case <-time.After(wait):
-					}
-					advance(t, tm)
-				}
-				assert.GreaterOrEqual(t, runs.Load(), int32(32), "runs in a second, every %v", period)
-				assert.Zero(t, early.Load(), "runs before their deadline")
-			})
-		})
-	}
-}
-
-// TestGuarantee19NextDeadlineLooksOnceATickWhileALongRunIsOut: a run that
-// stays out on the executor for ten ticks, beside a timeout pending an hour
-// ahead: NextDeadline is after the owner's now each time, so an owner that
-// sleeps until it wakes about once a tick, not at once again and again.
-func TestGuarantee19NextDeadlineLooksOnceATickWhileALongRunIsOut(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var out sync.WaitGroup
-		defer out.Wait()
-		tm, start := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) { out.Go(task) }))
-		mustSchedule(t, tm, 5*time.Millisecond, func() { time.Sleep(100 * time.Millisecond) })
-		mustSchedule(t, tm, time.Hour, func() {})
-		end := start.Add(300 * time.Millisecond)
-		calls := 0
-		for ; time.Now().Before(end); calls++ {
-			require.Less(t, calls, 1000, "the owner woke more than 1,000 times in 300ms")
-			at, ok := tm.NextDeadline()
-			require.True(t, ok)
-			require.True(t, at.After(time.Now()), "NextDeadline %v, not after now %v", at.Sub(start), time.Since(start))
-			time.Sleep(min(time.Until(at), time.Until(end)))
-			advance(t, tm)
-		}
-		assert.LessOrEqual(t, calls, 31, "calls in 300ms of 10ms ticks")
-	})
-}
-
-// TestGuarantee19NextDeadlineIsFalseWithNothingPendingWhileARunIsOut: a
-// one-shot run out on the executor that arms nothing: nothing is pending,
-// and NextDeadline says so.
-func TestGuarantee19NextDeadlineIsFalseWithNothingPendingWhileARunIsOut(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var out sync.WaitGroup
-		defer out.Wait()
-		release := make(chan struct{})
-		tm, _ := ownedTimer(t, hashedwheel.WithTaskExecutor(func(task func()) { out.Go(task) }))
-		mustSchedule(t, tm, 5*time.Millisecond, func() { <-release })
-		time.Sleep(20 * time.Millisecond)
-		require.Equal(t, 1, advance(t, tm))
-		require.Zero(t, tm.PendingTimeouts())
-		at, ok := tm.NextDeadline()
-		close(release)
-		assert.False(t, ok, "NextDeadline = %v, true with nothing pending", at)
-	})
 }
 
 func TestGuarantee19OneOwnerAtATime(t *testing.T) {

@@ -471,17 +471,3 @@ func TestExploreGoexitInACancelledCallDuringStop(t *testing.T) {
 			opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}, handOffs: exGoexitInCleanUp, pool: true})
 	})
 }
-
-// TestExploreOwnerLoopWithARunOut: the owner's loop racing the return of a
-// run out on the executor, of a periodic Timeout, or of a one-shot one that
-// its run armed again.
-func TestExploreOwnerLoopWithARunOut(t *testing.T) {
-	t.Run("periodic", func(t *testing.T) {
-		explore(t, exScenario{setup: setupPeriodicOut, ops: []exOp{opOwnerLoop, opRunReturns},
-			opts: exploreOpts{bound: 3, random: 500}, handOffs: exRunOutAtNextDeadline})
-	})
-	t.Run("armed-again", func(t *testing.T) {
-		explore(t, exScenario{setup: setupOut, ops: []exOp{opOwnerLoop, opScheduleSame, opRunReturns},
-			opts: exploreOpts{bound: 2, random: 500}, handOffs: exRunOutAtNextDeadline})
-	})
-}

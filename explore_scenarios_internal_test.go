@@ -135,11 +135,18 @@ func exArmOf(task TimerTask) *exArm {
 	return nil
 }
 
-// exRun is a run handed to the executor that has not returned.
+// exRun is a run handed to the executor that has not returned. token is
+// a periodic run's token (nil for a one-shot run, whose token only the run
+// takes): once Stop has taken it, the run never starts, and its func does
+// nothing.
 type exRun struct {
-	arm *exArm
-	fn  func()
+	arm   *exArm
+	fn    func()
+	token *runToken
 }
+
+// live reports whether the run may still start: its token is not gone.
+func (r exRun) live() bool { return r.token == nil || r.token.out.Load() }
 
 // exWorld is everything one schedule acts on and records. The operations
 // run one at a time (the explorer resumes one goroutine at a time, through
@@ -227,6 +234,25 @@ func (w *exWorld) poolQueued() int {
 	return p.n
 }
 
+// poolQueuedLive returns how many runs wait in the pool's queue that may
+// still start: not a periodic run whose token Stop took.
+func (w *exWorld) poolQueuedLive() int {
+	if !w.pool {
+		return 0
+	}
+	p := w.tm.conf.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := 0
+	for i := range p.n {
+		r := p.ring[(p.head+i)&(len(p.ring)-1)]
+		if pt, ok := r.task.(*periodicTask); !ok || pt.token.out.Load() {
+			live++
+		}
+	}
+	return live
+}
+
 // runOutOf describes a run of to that has not returned, or returns "".
 func (w *exWorld) runOutOf(to *Timeout) string {
 	if to != w.to {
@@ -239,23 +265,28 @@ func (w *exWorld) runOutOf(to *Timeout) string {
 // handed out and that has not returned, or returns "".
 func (w *exWorld) runOutElsewhere(tm *Timer) string {
 	for _, r := range w.out {
-		if r.arm.timer != tm {
+		if r.live() && r.arm.timer != tm {
 			return fmt.Sprintf("the run of arm %s, handed out by %s to its executor", r.arm.name, w.timerName(r.arm.timer))
 		}
 	}
-	if queued := w.poolQueued(); w.pool && tm != w.tm && queued+w.poolRunning > 0 {
+	if queued := w.poolQueuedLive(); w.pool && tm != w.tm && queued+w.poolRunning > 0 {
 		return fmt.Sprintf("a run on the pool of tm (%d queued, %d running)", queued, w.poolRunning)
 	}
 	return ""
 }
 
+// newTimer makes one of the world's Timers: owned, so that the explorer's
+// operations drive the wheel, with an executor that keeps each run, so that
+// a run is an operation of its own. NewTimer refuses an owned Timer with an
+// executor (an owner runs its own tasks); the hand-out protocol the world
+// explores is the same whoever drives the wheel, so the executor is set
+// here, past the refusal.
 func (w *exWorld) newTimer() *Timer {
-	var tm *Timer
-	tm, err := NewTimer(WithoutWorker(), WithTickDuration(exTick), WithTicksPerWheel(8),
-		WithLogger(exDiscard), WithTaskExecutor(func(fn func()) { w.handOut(tm, fn) }))
+	tm, err := NewTimer(WithoutWorker(), WithTickDuration(exTick), WithTicksPerWheel(8), WithLogger(exDiscard))
 	if err != nil {
 		panic(err) // the options are the test's own
 	}
+	tm.conf.taskExecutor = func(fn func()) { w.handOut(tm, fn) }
 	return tm
 }
 
@@ -291,7 +322,11 @@ func (w *exWorld) handOut(tm *Timer, fn func()) {
 		w.failf("arm %s ran early: handed out at %v, before its Deadline %v (times since the start of %s)",
 			a.name, now.Sub(tm.life.startTime), d.Sub(tm.life.startTime), w.timerName(tm))
 	}
-	w.out = append(w.out, exRun{arm: a, fn: fn})
+	r := exRun{arm: a, fn: fn}
+	if p, ok := w.to.task.(*periodicTask); ok {
+		r.token = &p.token
+	}
+	w.out = append(w.out, r)
 }
 
 // newArm makes an arm on tm; it counts once a Schedule with its task has

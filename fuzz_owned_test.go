@@ -301,6 +301,12 @@ func checkOwnedRefusesPool(t *testing.T, n int) {
 		t.Fatalf("NewTimer(WithoutWorker(), WithTaskWorkers(%d)) = %v, %v; want a nil Timer and an error "+
 			"naming both options", n, tm, err)
 	}
+	tm, err = hashedwheel.NewTimer(hashedwheel.WithoutWorker(), hashedwheel.WithTaskExecutor(func(f func()) { f() }))
+	if tm != nil || err == nil || !strings.Contains(err.Error(), "WithTaskExecutor") ||
+		!strings.Contains(err.Error(), "WithoutWorker") {
+		t.Fatalf("NewTimer(WithoutWorker(), WithTaskExecutor) = %v, %v; want a nil Timer and an error "+
+			"naming both options", tm, err)
+	}
 }
 
 // Values of fuzzOwner.in other than the number of an Advance in progress.

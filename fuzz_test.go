@@ -208,8 +208,9 @@ func runFuzzTimer(t *testing.T, data []byte, mode fuzzMode) {
 	case pool:
 		m.poolN = 1 + int(cfg>>7)
 		opts = append(opts, hashedwheel.WithTaskWorkers(m.poolN))
-	case cfg&0x80 != 0:
-		// An executor that runs the task at once, on the worker.
+	case cfg&0x80 != 0 && !owned:
+		// An executor that runs the task at once, on the worker. (An owned
+		// Timer runs its own tasks: see checkOwnedRefusesPool.)
 		m.hasExec = true
 		opts = append(opts, hashedwheel.WithTaskExecutor(func(task func()) {
 			m.execCalls.Add(1)

@@ -236,6 +236,11 @@ func newConfig(opts []Option) (config, error) {
 		return config{}, fmt.Errorf("hashedwheel: WithTaskWorkers(%d) and WithoutWorker both given: "+
 			"a Timer without a worker runs its tasks in Advance, on its owner's goroutine", c.taskWorkers)
 	}
+	if c.taskExecutor != nil && c.withoutWorker {
+		return config{}, errors.New("hashedwheel: WithTaskExecutor and WithoutWorker both given: " +
+			"a Timer without a worker runs its tasks in Advance, on its owner's goroutine; " +
+			"a task that must not hold up the owner hands its work off itself")
+	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}

@@ -68,10 +68,7 @@ func (t *Timer) Advance(now time.Time) (int, error) {
 	if target < t.own.nextDueAt && t.nothingToTakeIn() {
 		// Nothing is due, and nothing to take in: the common case of an
 		// event loop's turn.
-		t.own.advancing.Store(false)
-		if t.isStopped() {
-			t.collectForStop() // a Stop that found advancing held left it to us
-		}
+		t.releaseOwner()
 		return 0, nil
 	}
 	return t.advance(target), nil
@@ -163,27 +160,13 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 	}
 	at := t.own.nextDueAt
 	if !t.nothingToTakeIn() {
-		// A Cancelled call made as it took them in scheduled more, or a
-		// run returned meanwhile: the next Advance takes that in, and is
-		// due at once.
+		// A Cancelled call made as it took them in scheduled more, or
+		// another goroutine did meanwhile: the next Advance takes that in,
+		// and is due at once.
 		at = min(at, t.own.lastNow)
 	}
-	runsOut := t.own.runsOut.Load() > 0
-	if at < math.MaxInt64 && !runsOut {
-		return t.life.startTime.Add(time.Duration(at)), true // the common case
-	}
-	pending := t.PendingTimeouts() > 0
-	if at == math.MaxInt64 && !pending {
+	if at == math.MaxInt64 && t.PendingTimeouts() == 0 {
 		return time.Time{}, false
-	}
-	if pending && runsOut {
-		// A run out on the executor hands its Timeout back (a periodic
-		// one, or one armed again from its task, both pending) as it
-		// returns, which no call tells the owner: the owner looks again
-		// at the end of the tick it is in, the first at which what it
-		// hands back could run. (Advance with nothing to do leaves the
-		// wheel's tick behind the owner's.)
-		at = min(at, t.tickEnd(max(t.wheel.tick, t.own.lastNow/t.conf.tickDuration)))
 	}
 	return t.life.startTime.Add(time.Duration(at)), true
 }
@@ -228,58 +211,32 @@ func (t *Timer) updateNextDueAt() {
 	t.own.nextDueAt = t.tickEnd(due)
 }
 
-// releaseOwner lets go of advancing. If the Timer was stopped meanwhile, by
-// a task or by another goroutine whose Stop found advancing held, it
-// cleans up first (see cleanUpOwned). It is safe to call as the goroutine
-// exits by runtime.Goexit (a task's or a Cancelled call's): it lets go of
-// advancing whatever happens.
-func (t *Timer) releaseOwner() {
-	defer func() {
+// releaseOwner lets go of advancing, which the caller holds. If the Timer
+// has been stopped (by a task, or by another goroutine whose Stop found
+// advancing held and left the clean-up to its holder), it cleans up first:
+// it cancels what is pending and closes the queues (see shutdown), once.
+// A Stop that comes as it lets go finds advancing held, so it looks again
+// after letting go, and takes advancing back to clean up if nobody else
+// holds it. Then it makes the Cancelled calls the clean-up owes, and returns
+// the timeouts the clean-up cancelled (nil if it did none), for Stop.
+//
+// Advance and NextDeadline defer it, so it also runs as their goroutine
+// exits by runtime.Goexit (a task's or a Cancelled call's): advancing is let
+// go of whatever the user's code does.
+func (t *Timer) releaseOwner() []*Timeout {
+	var stopped []*Timeout
+	var calls []*Timeout
+	for {
+		if t.isStopped() && !t.wheel.shutDown {
+			calls = t.shutdown()
+			stopped = t.life.unprocessed
+		}
+		done := t.wheel.shutDown // read while advancing is held
 		t.own.advancing.Store(false)
-		if t.isStopped() {
-			t.collectForStop() // a Stop that came after the check below left it to us
+		if done || !t.isStopped() || !t.own.advancing.CompareAndSwap(false, true) {
+			break
 		}
-	}()
-	if t.isStopped() {
-		t.cleanUpOwned()
 	}
-}
-
-// collectForStop cancels the pending timeouts of a stopped owned Timer, if
-// nobody has, and returns them. It returns nil if another goroutine holds
-// advancing: that one collects them as it lets go.
-func (t *Timer) collectForStop() []*Timeout {
-	if !t.own.advancing.CompareAndSwap(false, true) {
-		return nil
-	}
-	defer t.own.advancing.Store(false)
-	if t.own.collected {
-		return nil
-	}
-	t.cleanUpOwned()
-	return t.life.unprocessed
-}
-
-// cleanUpOwned is the clean-up of a stopped owned Timer, by the holder of
-// advancing, once: it cancels what is pending (and makes the Cancelled
-// calls still owed) and closes the queues. A Cancelled call may call
-// runtime.Goexit: the clean-up then goes on from where it was, as the
-// goroutine exits (each timeout has left its list before its call, see
-// collectUnprocessed), so that it ends however many calls do.
-func (t *Timer) cleanUpOwned() {
-	if t.own.collected {
-		return
-	}
-	done := false
-	defer func() {
-		if !done {
-			if r := recover(); r != nil {
-				panic(r) // not a Goexit: an invariant broken (hashedwheel_assert) or the explorer's abort
-			}
-			t.cleanUpOwned() // a Cancelled call called runtime.Goexit
-		}
-	}()
-	t.shutdown()
-	t.own.collected = true
-	done = true
+	t.makeCalls(calls)
+	return stopped
 }

@@ -15,22 +15,14 @@ type periodicTask struct {
 	task   TimerTask
 	period int64 // nanoseconds, > 0
 
-	// exec is what handing a run to a WithTaskExecutor needs; nil without
-	// one. Immutable.
-	exec *periodicExec
-}
+	// token is the token of the run handed out (see run.go): runs of one
+	// Timeout never overlap, so one token serves them all.
+	token runToken
 
-// periodicExec runs the runs of a periodic timeout through a
-// WithTaskExecutor.
-type periodicExec struct {
-	// run runs one period of the timeout, made once so that handing a run
-	// to the executor allocates nothing.
-	run func()
-
-	// handedOut is set by the worker as it gives run to the executor, and
-	// cleared by whoever takes the run: run itself as it starts, or the
-	// worker if the executor panicked without starting it. Atomic.
-	handedOut atomic.Bool
+	// exec is the func a WithTaskExecutor executor is given for each run,
+	// made once so that handing a run out allocates nothing; nil without
+	// an executor. Immutable.
+	exec func()
 }
 
 func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
@@ -68,14 +60,11 @@ func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeo
 	to.timer.Store(t)
 	to.task = p
 	if t.conf.taskExecutor != nil {
-		e := &periodicExec{}
-		e.run = func() {
-			if e.handedOut.CompareAndSwap(true, false) {
-				defer t.executorRunReturned()
+		p.exec = func() {
+			if p.token.take() {
 				t.runPeriodic(to, p, false)
 			}
 		}
-		p.exec = e
 	}
 	if err := t.scheduleTimeout(to, period, wantsCancelled(task)); err != nil {
 		return nil, err
@@ -113,13 +102,13 @@ func nextPeriod(due, period int64) int64 {
 }
 
 // runPeriodic runs one run of a periodic timeout that the worker handed out,
-// on the calling goroutine (the worker's if onWorker), and returns the time
-// it returned. Then the timeout goes back to its Timer (see handBack), even
-// if the task panicked or called runtime.Goexit.
+// on the calling goroutine (the worker's if onWorker), whose token the caller
+// took, and returns the time it returned. Then the run ends (see endRun),
+// even if the task panicked or called runtime.Goexit.
 func (t *Timer) runPeriodic(to *Timeout, p *periodicTask, onWorker bool) (returned int64) {
-	defer func() { returned = t.handBack(to, p) }()
+	defer func() { returned = t.endRun(to, p) }()
 	if onWorker || t.startPeriodic(to, p) {
-		t.callTask(to, p)
+		t.callUser(to, p, false)
 	}
 	return
 }
@@ -141,49 +130,4 @@ func (t *Timer) startPeriodic(to *Timeout, p *periodicTask) bool {
 	}
 	to.unlock(s)
 	return start
-}
-
-// handBack gives a periodic timeout whose run has returned (or, if its
-// executor failed, never started) back to its Timer, and returns the time
-// it read to do so.
-//
-// One still on the list of runs goes back through its queue of new
-// timeouts for its next run, due a period after this one (skipping those
-// more than a period behind now); from then on Reset may move it. One that
-// Stop took off the list of runs as it stopped (heldRun: cancelled, its
-// cancel counted, and held by this run until now) goes back to the stopping
-// worker through the changes queue, as one Stop took from its bucket does
-// (heldChanges): the worker lets go of it and makes its Cancelled call, if
-// Cancel cancelled it first and one is owed. If that worker has closed its
-// queues (a run on an executor that returned after Stop), the run lets go of
-// it itself, and makes that call here.
-func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
-	now := t.elapsed()
-	s := to.lock()
-	if assertInvariants {
-		assertFoundIn(to, s, "a periodic run", heldPeriodicRun, heldRun)
-	}
-	if s.held() == heldRun {
-		if t.changes.push(to) {
-			to.unlock(s.withHeld(heldChanges))
-			t.wakeWorker()
-			return now
-		}
-		t.letGo(to, s, false)
-		return now
-	}
-	next := skipBehind(nextPeriod(to.deadline, p.period), p.period, now)
-	atomic.StoreInt64(&to.deadline, next)
-	// The push succeeds: a stopping worker closes the queues only after it
-	// has taken every run off its list.
-	if !t.shardFor(to).timeouts.push(to) {
-		if assertInvariants {
-			panic("hashedwheel: invariant broken: a periodic run came back to a closed queue, still on the list of runs")
-		}
-		t.endAside(to, s)
-		return now
-	}
-	to.unlock(s.withHeld(heldReturning))
-	t.wakeWorker()
-	return now
 }

@@ -4,8 +4,21 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"sync"
+	"sync/atomic"
 )
+
+// A run's way out and back. The worker (or an owner's Advance) hands each
+// run out once (expireDue, then handOut); the run goes to the pool, to the
+// executor, or runs on the worker; and it ends in one place, endRun, which
+// gives the Timeout back to its Timer: let go of, in a queue for its next
+// run or for a new arm made while it was out, or, once the Timer has closed
+// its queues, ended aside. A run that may not start (on the pool or an
+// executor) carries a token, given by the worker as it hands the run out
+// and taken by whoever ends it: the run as it starts, the recovery of an
+// executor that panicked (which then ends the run as if it had returned),
+// or Stop, for a periodic run that has not started. A token taken once is
+// never taken again, so a run is never ended twice, and a run whose token
+// is gone does nothing, however often its executor calls it.
 
 // handOut results other than the time a periodic run returned.
 const (
@@ -31,6 +44,22 @@ type hand struct {
 	where runPlace
 }
 
+// runToken is the token of a run handed out that may not start: the
+// worker gives it as it hands the run out, and whoever ends the run takes
+// it first (see the top of this file).
+type runToken struct {
+	// out is set by the worker as it hands the run out, before the run can
+	// be reached; cleared by the one CompareAndSwap that takes it.
+	out atomic.Bool
+}
+
+// give makes the token takeable: the worker, as it hands a run out.
+func (k *runToken) give() { k.out.Store(true) }
+
+// take reports whether the caller took the token: true for one caller per
+// give.
+func (k *runToken) take() bool { return k.out.Load() && k.out.CompareAndSwap(true, false) }
+
 // runsWhere returns where a run of task goes.
 func (t *Timer) runsWhere(task TimerTask) runPlace {
 	switch {
@@ -50,18 +79,20 @@ func (t *Timer) handOut(h hand) int64 {
 	// The run counts in Stats before its task starts, wherever it runs: a
 	// task that blocks must not hide it, nor the runs handed out before it.
 	t.published.expired.Store(t.wheel.counters.expired)
+	p, periodic := h.task.(*periodicTask)
+	if periodic {
+		p.token.give()
+	}
 	switch h.where {
 	case runsOnPool:
 		t.conf.pool.submit(h.to, h.task)
 		return handedOff
 	case runsOnExecutor:
-		if t.conf.owned {
-			t.own.runsOut.Add(1) // see NextDeadline
-		}
-		t.execute(h.to, h.task)
+		t.execute(h.to, h.task, p)
 		return ranHere
 	}
-	if p, ok := h.task.(*periodicTask); ok {
+	if periodic {
+		p.token.take() // the worker runs it now: nothing comes between
 		return t.runPeriodic(h.to, p, true)
 	}
 	t.runOneShot(h.to, h.task)
@@ -84,150 +115,174 @@ type urgentTask interface {
 	urgent()
 }
 
-// runTimeout runs task, the task of the expired timeout to, on the calling
-// goroutine: a pool goroutine or the executor's.
+// runTimeout runs task, the task of the expired timeout to, on a pool
+// goroutine. A periodic run whose token Stop took does nothing.
 func (t *Timer) runTimeout(to *Timeout, task TimerTask) {
 	if p, ok := task.(*periodicTask); ok {
-		t.runPeriodic(to, p, false)
+		if p.token.take() {
+			t.runPeriodic(to, p, false)
+		}
 		return
 	}
 	t.runOneShot(to, task)
 }
 
 // runOneShot runs task, the task of the expired one-shot arm of to, and
-// then ends the run, even if the task panicked or called runtime.Goexit
-// (see endRun).
+// then ends the run, even if the task panicked or called runtime.Goexit.
 func (t *Timer) runOneShot(to *Timeout, task TimerTask) {
-	defer t.endRun(to)
-	t.callTask(to, task)
+	defer t.endRun(to, nil)
+	t.callUser(to, task, false)
 }
 
-// endRun ends a one-shot run (heldRun): from now on the Timeout may be
-// armed on any Timer, and a new arm may be handed out. A Timeout nobody
-// armed again meanwhile, the common case, is let go in one step.
-// An arm made while the run was out (on this run's Timer) goes to that
-// Timer's queue of new timeouts now, cancelled or not. If the Timer has
-// stopped and closed its queues meanwhile, which happens only to a run that
-// Stop does not wait for (on a WithTaskExecutor executor's goroutine), the
-// arm ends here, out of Stop's reach (see endAside).
-func (t *Timer) endRun(to *Timeout) {
-	if s := to.load(); s&(phaseMask|heldMask) == stExpired|heldRun && to.swap(s, s.withHeld(heldNowhere)) {
-		return
+// endRun ends the run of to, of p if it is periodic (nil for a one-shot
+// run): the run returned, or its executor panicked before starting it. It
+// is the one place where a run gives its Timeout back, and returns the time
+// it read to do so (0 for a one-shot run).
+//
+//   - A one-shot arm that nobody armed again, the common case, is let go
+//     of in one step: from now on the Timeout may be armed on any Timer.
+//   - A one-shot Timeout armed again while its run was out (on this Timer:
+//     Schedule refuses another) goes to this Timer's queue of new
+//     timeouts now, cancelled or not.
+//   - A periodic Timeout still on the list of runs goes back through its
+//     queue of new timeouts for its next run, due a period after this one
+//     (skipping those more than a period behind now); from then on Reset
+//     may move it.
+//   - A periodic Timeout that Stop took off the list of runs as it stopped
+//     (heldRun: cancelled, its cancel counted) goes to the stopping worker
+//     through the changes queue, which lets go of it and makes its
+//     Cancelled call, if one is owed.
+//
+// If the Timer has stopped and closed its queues (only a run on an
+// executor's goroutine, which Stop does not wait for, returns so late), the
+// arm ends here, out of Stop's reach: cancelled if it was pending, counted
+// aside, its Cancelled call made here if it wants one, as nobody else will
+// tell its owner that it ended.
+func (t *Timer) endRun(to *Timeout, p *periodicTask) (now int64) {
+	if p == nil {
+		if s := to.load(); s&(phaseMask|heldMask) == stExpired|heldRun && to.swap(s, s.withHeld(heldNowhere)) {
+			return 0
+		}
+	} else {
+		now = t.elapsed()
 	}
 	s := to.lock()
 	if assertInvariants {
-		assertFoundIn(to, s, "a one-shot run", heldRun)
+		assertFoundIn(to, s, "a run", heldRun, heldPeriodicRun)
 	}
-	if s.phase() == stExpired {
+	var q *mpscQueue
+	var ns state
+	switch {
+	case s.held() == heldPeriodicRun:
+		atomic.StoreInt64(&to.deadline, skipBehind(nextPeriod(to.deadline, p.period), p.period, now))
+		q, ns = &t.shardFor(to).timeouts, s.withHeld(heldReturning)
+	case p != nil:
+		q, ns = &t.changes, s.withHeld(heldChanges)
+	case s.phase() == stExpired:
 		to.unlock(s.withHeld(heldNowhere))
-		return
+		return 0
+	default:
+		q, ns = &t.shardFor(to).timeouts, s.withHeld(heldNew)
 	}
-	nt := to.timer.Load() // the new arm's: Schedule arms it on this Timer only
-	if nt.shardFor(to).timeouts.push(to) {
-		to.unlock(s.withHeld(heldNew))
-		nt.wakeWorker()
-		return
+	if q.push(to) {
+		to.unlock(ns)
+		t.wakeWorker()
+		return now
 	}
-	nt.endAside(to, s)
-}
-
-// endAside ends, in the critical section of to (state s, still held by
-// its run), an arm that its run hands back to a Timer that has stopped and
-// closed its queues: the arm ends cancelled, let go of here, out of the
-// reach of Stop, which has returned. Its cancel is counted among those the
-// worker never saw. If the arm was pending (armed as Stop came), or
-// cancelled by Cancel with its call owed, and its task is a CancelledTask,
-// the call is made here, on the run's goroutine: Stop does not return the
-// arm, and the call is how its owner learns that it ended.
-func (t *Timer) endAside(to *Timeout, s state) {
-	t.shardFor(to).cancelledAside.Add(1)
+	if assertInvariants && s.held() == heldPeriodicRun {
+		panic("hashedwheel: invariant broken: a periodic run came back to a closed queue, still on the list of runs")
+	}
+	if s.held() != heldRun || p == nil {
+		t.shardFor(to).cancelledAside.Add(1) // Stop counted a periodic run's cancel
+	}
 	if s.phase() == stPending {
 		t.pendingFor(to).Add(-1)
 		s = cancelledState(s) // its call is owed, if it wants one
 	}
-	t.letGo(to, s, false)
+	t.makeCall(t.letGo(to, s, false))
+	return now
 }
 
-// callTask runs task on to; a panic in it is logged with the timeout.
-func (t *Timer) callTask(to *Timeout, task TimerTask) {
-	defer t.recoverPanic(to, "task")
-	task.Run(to)
-}
-
-// execute hands the task of an expired timeout to the WithTaskExecutor
-// executor. A panic in the executor is logged with the timeout and does not
-// reach the worker; a periodic run the executor did not start goes back to
-// the worker, so the timeout is not stranded. A one-shot run the executor
-// drops is never ended: see WithTaskExecutor.
-func (t *Timer) execute(to *Timeout, task TimerTask) {
-	p, periodic := task.(*periodicTask)
-	if !periodic {
-		r := execRuns.Get().(*execRun)
-		r.t, r.to, r.task = t, to, task
-		defer t.recoverPanic(to, "task executor")
-		t.conf.taskExecutor(r.fn)
-		return
+// execute hands the run of to, with task, to the WithTaskExecutor executor
+// (p is task if the run is periodic). A panic in the executor is logged with
+// the timeout and does not reach the worker; the executor is then taken to
+// have dropped the run, which ends at once unless it has started.
+func (t *Timer) execute(to *Timeout, task TimerTask, p *periodicTask) {
+	var token *runToken
+	var fn func()
+	if p != nil {
+		token, fn = &p.token, p.exec
+	} else {
+		r := &execRun{t: t, to: to, task: task}
+		r.token.give()
+		token, fn = &r.token, r.run
 	}
-	p.exec.handedOut.Store(true)
 	defer func() {
 		if r := recover(); r != nil {
-			if p.exec.handedOut.CompareAndSwap(true, false) {
-				t.handBack(to, p) // the run never started
-				t.executorRunReturned()
-			}
 			t.logError("hashedwheel: task executor panicked",
 				"timeout", to, "panic", r, "stack", string(debug.Stack()))
+			if token.take() {
+				t.endRun(to, p) // it never started
+			}
 		}
 	}()
-	t.conf.taskExecutor(p.exec.run)
+	t.conf.taskExecutor(fn)
 }
 
-// execRun is a one-shot run handed to a WithTaskExecutor executor: the
-// timeout, its task, and the func the executor calls, made once. Runs are
-// kept in a pool, so that handing one out allocates nothing once the pool is
-// warm (a Timeout whose task schedules it again runs for nothing).
+// execRun is a one-shot run handed to a WithTaskExecutor executor: made for
+// each hand-out, so that a func the executor calls late, or twice, finds
+// its own token taken and does nothing.
 type execRun struct {
-	t    *Timer
-	to   *Timeout
-	task TimerTask
-	fn   func() // run, bound to this execRun
+	t     *Timer
+	to    *Timeout
+	task  TimerTask
+	token runToken
 }
 
-var execRuns sync.Pool
-
-func init() {
-	// Set here: New refers to run, which refers to execRuns.
-	execRuns.New = func() any {
-		r := &execRun{}
-		r.fn = r.run
-		return r
-	}
-}
-
-// run runs the task, having put the execRun back in the pool: the executor
-// calls fn once.
+// run is the func the executor calls.
 func (r *execRun) run() {
-	t, to, task := r.t, r.to, r.task
-	r.t, r.to, r.task = nil, nil, nil
-	execRuns.Put(r)
-	defer t.executorRunReturned()
-	t.runOneShot(to, task)
-}
-
-// executorRunReturned notes that a run handed to the executor has returned,
-// after it has handed its Timeout back: an owned Timer's NextDeadline stops
-// counting it.
-func (t *Timer) executorRunReturned() {
-	if t.conf.owned {
-		t.own.runsOut.Add(-1)
+	if r.token.take() {
+		r.t.runOneShot(r.to, r.task)
 	}
 }
 
-func (t *Timer) recoverPanic(to *Timeout, what string) {
-	if r := recover(); r != nil {
-		t.logError("hashedwheel: "+what+" panicked",
-			"timeout", to, "panic", r, "stack", string(debug.Stack()))
+// callUser calls the user's code for to: task's Run, or, if cancelled, the
+// Cancelled method of the arm's task (a periodic timeout's user task). A
+// panic is recovered and logged with the timeout, and callUser returns. A
+// runtime.Goexit (t.FailNow in a test does one) cannot be stopped: callUser
+// logs it and lets it go on, through the deferred ends of its callers (the
+// run's end, the rest of Stop's Cancelled calls, the replacement of a
+// worker or pool goroutine). The two are told apart as
+// golang.org/x/sync/singleflight does: recover returns nil in a Goexit, and
+// only a return sets normalReturn.
+func (t *Timer) callUser(to *Timeout, task TimerTask, cancelled bool) {
+	what := "task"
+	if cancelled {
+		what = "Cancelled"
 	}
+	normalReturn, recovered := false, false
+	defer func() {
+		if !normalReturn && !recovered {
+			t.logError("hashedwheel: a " + what + " called runtime.Goexit")
+		}
+	}()
+	func() {
+		defer func() {
+			if !normalReturn {
+				if r := recover(); r != nil {
+					recovered = true
+					t.logError("hashedwheel: "+what+" panicked",
+						"timeout", to, "panic", r, "stack", string(debug.Stack()))
+				}
+			}
+		}()
+		if cancelled {
+			userTask(task).(CancelledTask).Cancelled(to)
+		} else {
+			task.Run(to)
+		}
+		normalReturn = true
+	}()
 }
 
 // logError logs through the timer's logger. A logger that panics must not
@@ -242,11 +297,55 @@ func (t *Timer) logError(msg string, args ...any) {
 	t.conf.logger.Error(msg, args...)
 }
 
-// callCancelled makes the Cancelled call of a timeout that Cancel
-// cancelled, with task, the arm's task, read in the critical section that
-// let go of it (which cleared stOwesCancelled: from then on a Schedule may
-// arm the timeout again, from inside Cancelled say).
-func (t *Timer) callCancelled(to *Timeout, task TimerTask) {
-	defer t.recoverPanic(to, "Cancelled")
-	userTask(task).(CancelledTask).Cancelled(to)
+// owedCall is a Cancelled call owed: the Timeout and the task of the arm
+// that Cancel cancelled, read in the critical section that let go of it.
+// The zero owedCall owes nothing.
+type owedCall struct {
+	to   *Timeout
+	task TimerTask
+}
+
+// makeCall makes the Cancelled call c, if any, on the calling goroutine.
+func (t *Timer) makeCall(c owedCall) {
+	if c.to != nil {
+		t.callUser(c.to, c.task, true)
+	}
+}
+
+// endCancelled is letGo by the worker (or the holder of an owned Timer's
+// advancing), which makes the Cancelled call owed now, or, while it stops
+// the Timer, once the clean-up's state changes are done (see shutdown): it
+// lets go of the Timeout then with the call still owed (stOwesCancelled),
+// so that Schedule refuses it until the call is made, as at any other time.
+func (t *Timer) endCancelled(to *Timeout, s state, count bool) {
+	if t.wheel.stopping && s&stOwesCancelled != 0 {
+		if count {
+			t.wheel.counters.cancelled++
+		}
+		to.unlock(s.withHeld(heldNowhere))
+		t.wheel.calls = append(t.wheel.calls, to)
+		return
+	}
+	t.makeCall(t.letGo(to, s, count))
+}
+
+// makeCalls makes the Cancelled calls owed by the Timeouts in calls, in
+// order, each after the critical section that clears its stOwesCancelled
+// (from then on a Schedule may arm it, from inside the call say). One that
+// calls runtime.Goexit does not keep the others from being made: they are
+// made as the goroutine exits.
+func (t *Timer) makeCalls(calls []*Timeout) {
+	i := 0
+	defer func() {
+		if i < len(calls) {
+			t.makeCalls(calls[i+1:]) // call i called runtime.Goexit
+		}
+	}()
+	for ; i < len(calls); i++ {
+		to := calls[i]
+		s := to.lock()
+		task := to.task
+		to.unlock(s &^ stOwesCancelled)
+		t.callUser(to, task, true)
+	}
 }

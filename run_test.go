@@ -69,8 +69,9 @@ func TestTaskExecutorRunsTasksOffTheWorker(t *testing.T) {
 // TestTaskExecutorThatDropsARun holds what WithTaskExecutor's godoc says of
 // a run its executor never calls: a one-shot task never runs and its
 // timeout is expired; a periodic timeout stays pending on that run, with no
-// later run and Reset false, until Cancel or Stop, which count it, and the
-// run holds it for good: no Cancelled call, and no Timer arms it again.
+// later run and Reset false, until Cancel or Stop. Stop then ends the runs
+// that never started, as they never will: it counts their cancels, makes
+// the Cancelled call owed, and the Timeout may be armed again.
 func TestTaskExecutorThatDropsARun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var handed atomic.Int32
@@ -102,10 +103,10 @@ func TestTaskExecutorThatDropsARun(t *testing.T) {
 		assert.Zero(t, tm.Stats().Cancelled, "counted as cancelled before Stop")
 		assert.Empty(t, tm.Stop(), "Stop returned a timeout Cancel cancelled")
 		assert.Equal(t, uint64(2), tm.Stats().Cancelled, "Stop counts the cancels of the runs out")
-		// Held by runs that never return: no call, and no Timer may arm them.
-		assert.Empty(t, task.cancelled, "Cancelled called while the run is out")
+		require.Len(t, task.cancelled, 1, "Stop made the Cancelled call of the run that never started")
+		assert.Same(t, kept, <-task.cancelled)
 		tm2, _ := startedTimer(t)
-		assert.ErrorIs(t, tm2.Schedule(kept, task, 0), hashedwheel.ErrTimeoutPending)
+		assert.NoError(t, tm2.Schedule(kept, task, 0), "a Timeout whose run never started, after Stop")
 	})
 }
 
@@ -178,5 +179,101 @@ func TestGuarantee6PanickingLoggerDoesNotKillTheWorker(t *testing.T) {
 		mustSchedule(t, tm, time.Second, func() { ran.Store(true) })
 		time.Sleep(2 * time.Second)
 		assert.True(t, ran.Load(), "the worker stopped after a logger panicked")
+	})
+}
+
+// TestGuarantee2PanickingExecutorDoesNotStrandTheTimeout: an executor that
+// panics before it calls the task has dropped the run. The Timeout ends as
+// if its run had returned: a one-shot one may be scheduled again at once,
+// and runs; armed again, Stop cancels and returns it like any pending
+// Timeout.
+func TestGuarantee2PanickingExecutorDoesNotStrandTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newLogger()
+		var calls atomic.Int32
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(task func()) {
+			if calls.Add(1) == 1 {
+				panic("executor full")
+			}
+			task()
+		}))
+		var s session
+		var ran atomic.Int32
+		task := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
+		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		require.Contains(t, logs.String(), "executor full")
+		assert.True(t, s.timeout.IsExpired(), "a run handed out is expired, dropped or not")
+		assert.Zero(t, ran.Load(), "the task whose executor panicked ran")
+
+		require.NoError(t, tm.Schedule(&s.timeout, task, 0), "Schedule after the executor panicked")
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, int32(1), ran.Load(), "the Timeout scheduled again after its executor panicked did not run")
+
+		require.NoError(t, tm.Schedule(&s.timeout, task, time.Hour))
+		assert.Equal(t, []*hashedwheel.Timeout{&s.timeout}, tm.Stop(), "Stop returns the Timeout armed again")
+		assert.False(t, s.timeout.IsPending(), "pending after Stop")
+	})
+}
+
+// TestGuarantee2PanickingExecutorDoesNotStrandAnArmMadeWhileTheRunWasOut:
+// a Timeout armed again (by another goroutine) after its run was handed to
+// an executor that then panics: the new arm is not held by the dropped run;
+// it runs at its deadline.
+func TestGuarantee2PanickingExecutorDoesNotStrandAnArmMadeWhileTheRunWasOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, _ := newLogger()
+		var s session
+		var ran atomic.Int32
+		task := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
+		var tm *hashedwheel.Timer
+		var calls atomic.Int32
+		tm, _ = startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(f func()) {
+			if calls.Add(1) == 1 {
+				// The run is out: arm the Timeout again, then drop the run.
+				if err := tm.Schedule(&s.timeout, task, 30*time.Millisecond); err != nil {
+					t.Errorf("Schedule while the run is out: %v", err)
+				}
+				panic("executor full")
+			}
+			f()
+		}))
+		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, int32(1), ran.Load(), "the arm made while the dropped run was out did not run")
+		assert.False(t, s.timeout.IsPending())
+		assert.Empty(t, tm.Stop())
+	})
+}
+
+// TestTaskExecutorThatCallsATaskTwiceRunsItOnce: an executor that calls
+// each func it is given twice, the second time as it is given the next one:
+// every task runs once, and no call runs another Timeout's task.
+func TestTaskExecutorThatCallsATaskTwiceRunsItOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newLogger()
+		var prev func()
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(f func()) {
+			if prev != nil {
+				prev() // its run has returned: this call must do nothing
+			}
+			f()
+			f()
+			prev = f
+		}))
+		const n = 5
+		var runs [n]atomic.Int32
+		for i := range n {
+			mustSchedule(t, tm, time.Duration(i)*20*time.Millisecond, func() { runs[i].Add(1) })
+		}
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		for i := range n {
+			assert.Equal(t, int32(1), runs[i].Load(), "runs of task %d", i)
+		}
+		assert.NotContains(t, logs.String(), "panicked")
 	})
 }

@@ -29,7 +29,7 @@ type shard struct {
 	// cancelledAside counts the shard's cancelled timeouts that the worker
 	// never sees: those that Schedule armed again where they were before the
 	// worker saw the cancel, and those that a run hands back after the
-	// stopping worker closed its queues (see Timer.endAside). They count in
+	// stopping worker closed its queues (see Timer.endRun). They count in
 	// Stats.Cancelled from here. Any goroutine; atomic.
 	cancelledAside atomic.Uint64
 }

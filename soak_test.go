@@ -227,9 +227,6 @@ func soakConfigs() []soakConfig {
 		{name: "stop-rounds-pool", producers: 4, opts: with(hashedwheel.WithTaskWorkers(2)), rounds: true},
 		// WithoutWorker: an owner goroutine drives the wheel (soakOwn).
 		{name: "owned", producers: 8, owned: true, opts: with(hashedwheel.WithoutWorker())},
-		{name: "owned-executor-go", producers: 8, owned: true, opts: func(e *soakExec) []hashedwheel.Option {
-			return append(goExec(e), hashedwheel.WithoutWorker())
-		}},
 		{name: "owned-periodic", producers: 8, periodic: true, owned: true, opts: with(hashedwheel.WithoutWorker())},
 		{name: "stop-rounds-owned", producers: 4, owned: true, opts: with(hashedwheel.WithoutWorker()), rounds: true},
 		// Reused Timeouts armed with Schedule, round after round.

@@ -79,11 +79,12 @@ import (
 //	                      the queue lets go of it, and makes its call.
 //	heldRun               out on a run, on no list of the Timer: the run of
 //	                      a one-shot arm, wherever it runs (the worker, the
-//	                      pool, the executor, an owner's Advance), until the
-//	                      run returns (endRun); or a periodic run that a
-//	                      stopping worker took off the list of runs, until it
-//	                      returns (handBack). Nothing else lets go of it, so
-//	                      runs of one Timeout never overlap, whoever cancels it.
+//	                      pool, the executor, an owner's Advance); or a
+//	                      periodic run in progress that a stopping worker
+//	                      took off the list of runs. Only the run's end
+//	                      (endRun, by whoever took the run's token) lets go
+//	                      of it, so runs of one Timeout never overlap,
+//	                      whoever cancels it.
 //	heldPeriodicRun       out on a periodic run, and on the worker's list of
 //	                      runs; Reset refuses it.
 //	heldReturning         a periodic run has returned: in a queue of new
@@ -119,20 +120,24 @@ import (
 //	                                                                                                 ends in expireDue
 //	run's goroutine, start    pending, periodic run         as it is; starts the task or skips it    Timer.startPeriodic
 //	  (pool, executor)
-//	run's goroutine, end      expired, run                  nowhere (no lock: swap, or the lock)     Timer.endRun
-//	run's goroutine, end      pending or cancelled, run     new; pushed (armed again while out)      Timer.endRun
-//	run's goroutine, end      periodic run                  returning, next deadline; pushed         Timer.handBack
-//	run's goroutine, end      cancelled, run (periodic)     changes; pushed to the changes queue     Timer.handBack
-//	run's goroutine, end      any, run, queues closed       cancelled, nowhere; counted aside (by    Timer.endRun, Timer.handBack,
-//	  (after Stop)                                          Stop before, for a periodic one); call   end in endAside
+//	run's end (the token's    expired, run                  nowhere (no lock: swap, or the lock)     Timer.endRun
+//	  taker: the run, an      pending or cancelled, run     new; pushed (armed again while out)      Timer.endRun
+//	  executor's recovery,    periodic run                  returning, next deadline; pushed         Timer.endRun
+//	  Stop for a run not      cancelled, run (periodic)     changes; pushed to the changes queue     Timer.endRun
+//	  started)                any, run, queues closed       cancelled, nowhere; counted aside (by    Timer.endRun
+//	                          (after Stop)                  Stop before, for a periodic one); call
 //	                                                        if owed, or if it was pending and wants it
 //	worker, stopping          pending, new, bucket,         cancelled (Stop's), let go; returned     Timer.cancelForStop
 //	                          bucket+chg or returning
 //	worker, stopping          cancelled, new, bucket or     nowhere; call taken                      Timer.cancelForStop
 //	                          returning
 //	worker, stopping          cancelled, bucket+changes     changes (counted; call taken there)      Timer.cancelForStop
-//	worker, stopping          any, periodic run             cancelled (Stop's, returned, if it was
-//	                                                        pending), run, off the list; counted     Timer.cancelRunForStop
+//	worker, stopping          any, periodic run, token      as it is; its run ends (endRun above)    Timer.cancelRunForStop
+//	                          taken (the run not started)
+//	worker, stopping          any, periodic run (in         cancelled (Stop's, returned, if it was
+//	                          progress)                     pending), run, off the list; counted     Timer.cancelRunForStop
+//	worker, stopping          cancelled, call owed, let go  the call no longer owed; then the call   Timer.makeCalls
+//	                          with it (endCancelled)
 //	Task, String, Deadline    any                           as it is: they read the arm              Timeout.Task, Timeout.String,
 //	                                                                                                 Timeout.timerAndDeadline
 //

@@ -82,40 +82,38 @@ func (t *Timer) Stop() []*Timeout {
 }
 
 // shutdown is the clean-up of a stopped Timer, by its worker as it exits,
-// or by the goroutine that holds an owned Timer's advancing. It cancels what
-// is pending first, so that deadline contexts fall back to the runtime's
-// timers at once rather than when the pool is done. One-shot tasks already
-// handed to the pool are expired: they run before Stop returns; periodic
-// runs handed to it were cancelled, and do not start; what their tasks (or
-// any goroutine) push meanwhile is taken as it comes. Then the queues close,
-// and later pushes fail.
-//
-// Every step can be gone through again: a Cancelled call made in one may
-// call runtime.Goexit, and the clean-up then starts over, on the worker's
-// next goroutine (see Timer.run) or as the owner's goroutine exits (see
-// cleanUpOwned), and finds done what was done.
-func (t *Timer) shutdown() {
+// or by the goroutine that holds an owned Timer's advancing: every state
+// change first, and no user code, so that it runs once whatever the user's
+// code does; it returns the Cancelled calls owed, for the caller to make
+// after (see makeCalls). It cancels what is pending first, so that deadline
+// contexts fall back to the runtime's timers at once rather than when the
+// pool is done. One-shot tasks already handed to the pool are expired: they
+// run before Stop returns; periodic runs handed to it, or to an executor,
+// that have not started never do (Stop takes their tokens); what tasks (or
+// any goroutine) push meanwhile is taken as it comes. Then the queues
+// close, and later pushes fail.
+func (t *Timer) shutdown() []*Timeout {
+	t.wheel.stopping = true
 	t.collectUnprocessed()
 	if t.conf.pool != nil {
 		t.waitForPool()
 	}
 	t.closeQueues()
 	t.publishStats()
+	t.wheel.shutDown = true
+	calls := t.wheel.calls
+	t.wheel.calls = nil
+	return calls
 }
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
 // still queued or out on a periodic run, and keeps those it cancelled in
 // t.life.unprocessed for Stop. It runs first in shutdown, before the wait
 // for the pool, during which takeForStop takes what comes; closeQueues
-// takes what comes after. Timeouts
-// that Cancel cancelled and that the worker has not yet let go of get their
-// Cancelled call here. The changes queue goes first, so that a Timeout
-// cancelled in its bucket is let go of (and may be armed on another Timer,
-// from inside its Cancelled call say) before that call.
-//
-// It can be resumed: a Cancelled call may call runtime.Goexit, and the
-// worker's next goroutine then runs it again. So each timeout leaves its
-// list before the call, and the result is kept in t.life.unprocessed.
+// takes what comes after. Timeouts that Cancel cancelled and that the
+// worker has not yet let go of owe their Cancelled call, which shutdown's
+// caller makes. The changes queue goes first, so that a Timeout cancelled in
+// its bucket is let go of before the other queues are looked at.
 func (t *Timer) collectUnprocessed() {
 	t.processChanges()
 	t.takeNewForStop()
@@ -133,18 +131,16 @@ func (t *Timer) collectUnprocessed() {
 			}
 		}
 	}
-	// Periodic runs still out on the pool or with an executor: pending,
-	// so Stop returns them, but held by their runs until they return (see
-	// cancelRunForStop). A run still waiting in the pool's queue does not
-	// start, as it is cancelled. A run that has returned since the queues
-	// were taken is in one again, and is taken from there.
+	// Periodic runs still out on the pool or with an executor (see
+	// cancelRunForStop). A run that has returned since the queues were
+	// taken, or that Stop ended as it had not started, is in a queue of
+	// new timeouts again, and is taken from there.
 	for to := t.wheel.running.head; to != nil; {
 		next := to.bucketNext
 		t.cancelRunForStop(to)
 		to = next
 	}
-	// What Cancel or Reset pushed meanwhile; takeChange lets go of it.
-	t.processChanges()
+	t.takeForStop()
 }
 
 // takeForStop takes, cancels and keeps for Stop what was pushed since
@@ -222,16 +218,18 @@ func (t *Timer) closeQueues() {
 	t.changes.close(t.takeChange)
 }
 
-// cancelRunForStop takes to off the list of runs, where collectUnprocessed
-// found it: a periodic timeout whose run is out on the pool or the
-// executor. Unless its run has returned and it is in a queue of new
-// timeouts again (closeQueues or takeForStop takes it from there), Stop
-// cancels it if it is pending (and returns it), counts its cancel, and
-// leaves it held by its run (heldRun), on no list: no Timer may arm it
-// until the run returns, so runs of one Timeout never overlap, whoever
-// cancelled it. The run's return hands it back (see handBack), and whoever
-// lets go of it then makes its Cancelled call, if Cancel cancelled it first.
-// A run that never returns (an executor that dropped it) holds it for good.
+// cancelRunForStop acts on to, a periodic timeout on the list of runs,
+// where collectUnprocessed found it. A run that has returned (it is in a
+// queue of new timeouts again) is taken from there, by takeForStop or
+// closeQueues. A run that has not started never will: Stop takes its token
+// and ends it at once, as if it had returned (see endRun), and takes it
+// from the queue it goes to. A run in progress goes on: Stop cancels its
+// Timeout if it is pending (and returns it), counts its cancel, and leaves
+// it held by its run (heldRun), on no list: no Timer may arm it until the
+// run returns, so runs of one Timeout never overlap, whoever cancelled it.
+// The run's return ends it (see endRun), and whoever lets go of it then
+// makes its Cancelled call, if Cancel cancelled it first. A run that never
+// returns (its executor dropped it, and did not panic) holds it for good.
 func (t *Timer) cancelRunForStop(to *Timeout) {
 	s := to.lock()
 	if assertInvariants {
@@ -239,6 +237,13 @@ func (t *Timer) cancelRunForStop(to *Timeout) {
 	}
 	if s.held() == heldReturning {
 		to.unlock(s)
+		return
+	}
+	// On the list of runs, its task is its periodicTask: Schedule refuses
+	// it, so nothing changes it.
+	if p := to.task.(*periodicTask); p.token.take() {
+		to.unlock(s)
+		t.endRun(to, p)
 		return
 	}
 	t.wheel.running.remove(to)
@@ -277,7 +282,7 @@ func (t *Timer) cancelForStop(to *Timeout) {
 			to.unlock(s.withHeld(heldChanges))
 			return
 		}
-		t.letGo(to, s, true)
+		t.endCancelled(to, s, true)
 		return
 	}
 	ns := s.withPhase(stCancelled).withHeld(heldNowhere)
@@ -309,7 +314,7 @@ type stopObserver interface {
 // stopOwned is Stop for a Timer made WithoutWorker: it cancels the pending
 // timeouts on the calling goroutine and returns them, waiting for nothing.
 // If Advance or NextDeadline is in progress (a task calls Stop, say), that
-// call cancels them as it returns, and Stop returns nil.
+// call cancels them as it lets go of advancing, and Stop returns nil.
 func (t *Timer) stopOwned() []*Timeout {
 	if !t.life.state.CompareAndSwap(stateStarted, stateShutdown) {
 		return nil // stopped already
@@ -317,5 +322,8 @@ func (t *Timer) stopOwned() []*Timeout {
 	t.instance.release()
 	close(t.life.stopped)
 	close(t.life.done)
-	return t.collectForStop()
+	if !t.own.advancing.CompareAndSwap(false, true) {
+		return nil
+	}
+	return t.releaseOwner()
 }

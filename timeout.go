@@ -94,7 +94,7 @@ type Timeout struct {
 	// timeout. Written under the lock by Schedule (and before publication
 	// by NewTimeout); read under the lock: by the worker as it hands a run
 	// out or takes a Cancelled call, by a run's goroutine as it hands its
-	// Timeout back (handBack, endAside), and by Task and String.
+	// Timeout back (endRun), and by Task and String.
 	task TimerTask
 
 	// next links the timeout into a shard's queue of new timeouts

@@ -219,6 +219,18 @@ type wheel struct {
 
 	// nextShard is the shard whose queue the worker drains first next time.
 	nextShard int
+
+	// stopping is set as the clean-up of a stopped Timer begins (see
+	// shutdown): from then on the Cancelled calls owed go to calls, and
+	// are made once the clean-up's state changes are done.
+	stopping bool
+
+	// calls are the Timeouts whose Cancelled call the clean-up owes.
+	calls []*Timeout
+
+	// shutDown records that the clean-up of a stopped Timer is done: its
+	// pending timeouts cancelled, its queues closed. It is done once.
+	shutDown bool
 }
 
 // ownerState is what an owned Timer (made WithoutWorker) keeps for its
@@ -239,17 +251,6 @@ type ownerState struct {
 	// bucket may hold a due timeout, or math.MaxInt64 if none may. A lower
 	// bound, exact after each Advance that processed ticks.
 	nextDueAt int64
-
-	// collected records that the clean-up of an owned Timer that was
-	// stopped is done: its pending timeouts cancelled, its queues closed.
-	collected bool
-
-	// runsOut counts the runs handed to a WithTaskExecutor executor that
-	// have not returned (see NextDeadline). Incremented by the holder of
-	// advancing as it hands a run out, decremented after the run has handed
-	// its Timeout back: by the run's goroutine, or by the holder of advancing
-	// if the executor panicked before the run started; atomic.
-	runsOut atomic.Int64
 }
 
 // NewTimer returns a Timer with the given options. The worker goroutine

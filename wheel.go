@@ -154,12 +154,12 @@ func (t *Timer) takeChange(to *Timeout) {
 	}
 	switch {
 	case s.held() == heldChanges:
-		t.letGo(to, s, false)
+		t.endCancelled(to, s, false)
 	case s.phase() == stPending:
 		to.unlock(t.place(to, s, true).withHeld(heldBucket))
 	default:
 		t.unlink(to, s.level())
-		t.letGo(to, s, true)
+		t.endCancelled(to, s, true)
 	}
 }
 
@@ -235,7 +235,7 @@ func (t *Timer) takeNew(to *Timeout) {
 		t.wheel.running.remove(to)
 	}
 	if s.phase() != stPending {
-		t.letGo(to, s, true)
+		t.endCancelled(to, s, true)
 		return
 	}
 	// Netty's remainingRounds would be (deadline/tick - t.wheel.tick) /
@@ -254,21 +254,21 @@ func (to *Timeout) dropCancelled() bool {
 		to.swap(s, s.withHeld(heldNowhere))
 }
 
-// letGo ends the critical section of a cancelled timeout s that the worker
-// is done with, out of its lists and levels: it lets go of it (held nowhere), counts
-// the cancel if count, and makes the Cancelled call owed, if any, after the
-// section, with the task read inside it.
-func (t *Timer) letGo(to *Timeout, s state, count bool) {
+// letGo ends the critical section of a cancelled timeout s that its
+// Timer is done with, out of its lists and levels: it lets go of it (held
+// nowhere), counts the cancel if count (the worker's counters: only the
+// worker counts), and returns the Cancelled call owed, if any, with the task
+// read inside the section, for the caller to make after it.
+func (t *Timer) letGo(to *Timeout, s state, count bool) owedCall {
 	if count {
 		t.wheel.counters.cancelled++
 	}
-	ns := s.withHeld(heldNowhere) &^ stOwesCancelled
-	owed := s&stOwesCancelled != 0
-	task := to.task
-	to.unlock(ns)
-	if owed {
-		t.callCancelled(to, task)
+	var c owedCall
+	if s&stOwesCancelled != 0 {
+		c = owedCall{to, to.task}
 	}
+	to.unlock(s.withHeld(heldNowhere) &^ stOwesCancelled)
+	return c
 }
 
 // expireTimeouts visits bucket idx at the end of tick t.wheel.tick: it hands

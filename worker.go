@@ -16,7 +16,7 @@ import (
 func (t *Timer) run() {
 	exited := false
 	defer func() {
-		if !exited {
+		if !exited && !t.wheel.shutDown {
 			// A task or a Cancelled call ran runtime.Goexit (t.FailNow in
 			// a test callback does), which recover cannot stop. The wheel
 			// is intact and the tick unfinished: carry on in a new
@@ -25,11 +25,11 @@ func (t *Timer) run() {
 			// the tick's bucket was cut short and had not rebuilt its
 			// minDue: mark the bucket due (harmless otherwise).
 			t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue = 0
-			t.logError("hashedwheel: a task or a Cancelled call called runtime.Goexit on the worker goroutine; " +
-				"the worker goes on in a new goroutine")
 			go t.run()
 			return
 		}
+		// Exited, or a Cancelled call that Stop's clean-up made called
+		// runtime.Goexit, and makeCalls made the rest as it unwound.
 		close(t.life.done)
 	}()
 	t.life.workerID.Store(goroutineID())
@@ -54,7 +54,7 @@ func (t *Timer) run() {
 		t.publishStats()
 		t.advanceTo(t.wheel.tick + 1)
 	}
-	t.shutdown()
+	t.makeCalls(t.shutdown())
 	exited = true
 }
 
