@@ -105,10 +105,9 @@ func WithMaxPendingTimeouts(n int64) Option {
 // call does nothing. A task exec never calls is lost, and the Timer cannot
 // tell: the task never runs, a periodic Timeout gets no later run, and the
 // Timeout can no longer be armed again; Cancel and Stop still cancel it. If
-// exec panics, before or after calling task, the panic is logged and the run
-// is taken as dropped: the Timeout ends as if the run had returned, so a
-// one-shot one may be scheduled again at once, and a periodic one goes on with
-// its next period.
+// exec panics, before or after calling task, the panic is logged and the
+// Timeout ends as if the run had returned: a one-shot one may be scheduled
+// again at once, and a periodic one goes on with its next period.
 //
 // Stop does not wait for tasks running on exec's goroutines. If exec waits for
 // a task that runs on another goroutine, that task must not call Stop, which
