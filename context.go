@@ -10,47 +10,25 @@ import (
 
 // WithDeadline returns a copy of parent that is done when the deadline d
 // passes, when the returned cancel function is called, or when parent is
-// done, whichever happens first: context.WithDeadline, with the deadline kept
-// by the timer's wheel instead of a runtime timer of its own.
+// done, whichever happens first: [context.WithDeadline], with the deadline
+// kept by the timer's wheel instead of a runtime timer of its own. Canceling
+// the context releases its wheel timeout at once, so code should call cancel
+// as soon as the operations running in the context complete; cancel is
+// idempotent and safe for concurrent use.
 //
-// The context behaves as one made by context.WithDeadline, except for
+// The context behaves as one made by context.WithDeadline except for
 // precision: Done is closed at the first tick at or after d, never before it,
-// and on an idle machine at most about one tick after it. Then Err returns
-// context.DeadlineExceeded, and so does context.Cause. Deadline reports d. If
-// parent's deadline is earlier than d, WithDeadline returns
-// context.WithCancel(parent), as context.WithDeadline does. A parent that is
-// done makes the context done with the parent's error and cause, and contexts
-// derived from it with the context package see its error and cause as they
-// would with the standard library. Value is the parent's. If d has passed
-// already, the context is done at once.
+// and on an idle machine at most about one tick after it; Err and
+// [context.Cause] then return [context.DeadlineExceeded]. If parent's deadline
+// is earlier than d, WithDeadline returns context.WithCancel(parent). If d has
+// passed already, the context is done at once.
 //
-// Cancelling the context releases its wheel timeout at once, so call cancel as
-// soon as the work the context covers is finished. cancel is idempotent and
-// safe for concurrent use.
-//
-// The context and its wheel timeout are one allocation of 112 bytes, and the
-// cancel function one of 16; WithDeadline adds one of 64 that holds d. The
-// Done channel is made on the first call to Done. No goroutine is started for
-// the context while it is pending, nor for its deadline or its cancel, when
-// parent was made by the context package or by this one. The first call to
-// Done links the context to a cancellable parent: its Done channel is then
-// that of a context.WithCancel child of the parent, made then, at the cost of
-// a context.WithCancel (or, for a parent made by WithDeadline, one the parent
-// closes), so the parent's cancellation closes it at once. Done, Err, cancel
-// and the deadline's tick notice a cancelled parent; until one of them does,
-// the wheel timeout stays pending. A context derived from this one with the
-// context package learns at once that this one is done by its deadline or
-// cancel, and that a parent made by the context package is done on the
-// goroutine context.AfterFunc starts, as a context derived from any context
-// of another package does.
-//
-// The deadline is never lost. While pending, the context's timeout counts in
-// [Timer.PendingTimeouts], and [Timer.Stop] cancels and returns it like any
-// other; the context then keeps the rest of its deadline with time.AfterFunc.
-// It does the same from the start when the timer is stopped or holds its
-// [WithMaxPendingTimeouts] limit.
-//
-// See the example of [Timer.WithTimeout], which calls it.
+// It costs three allocations, and starts no goroutine when parent was made by
+// the context package or by this one. While pending, the context counts in
+// [Timer.PendingTimeouts]. The deadline is never lost: if [Timer.Stop] cancels
+// it, or the timer is stopped or at its [WithMaxPendingTimeouts] limit, the
+// context keeps its deadline with a runtime timer. See guarantees 16 and 17
+// in docs/guarantees.md, and the example of Timer.WithTimeout.
 func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("cannot create context from nil parent")
@@ -64,12 +42,14 @@ func (t *Timer) WithDeadline(parent context.Context, d time.Time) (context.Conte
 
 // WithTimeout is [Timer.WithDeadline] with the deadline timeout from now: a
 // copy of parent that is done at the first tick at or after timeout has
-// passed, when cancel is called, or when parent is done. See WithDeadline.
+// passed, when cancel is called, or when parent is done. It costs two
+// allocations. See WithDeadline.
 //
 // The deadline is read on the timer's clock, as [Timeout.Deadline] is: its
 // monotonic reading is exact, and its wall clock reading is the timer's start
 // plus the monotonic time since, which differs from time.Now's if the wall
-// clock has been set since the timer started.
+// clock has been set since the timer started. See the example of
+// Timer.WithTimeout.
 func (t *Timer) WithTimeout(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("cannot create context from nil parent")

@@ -7,27 +7,23 @@ import (
 )
 
 // ErrHasWorker is returned by Advance on a Timer that has a worker goroutine:
-// only a Timer made [WithoutWorker] is driven by its owner.
-//
-// See the example of [Timer.Advance].
+// only a Timer made [WithoutWorker] is driven by its owner. See the example of
+// [Timer.Advance].
 var ErrHasWorker = errors.New("hashedwheel: Advance on a Timer with a worker; " +
 	"make the Timer with WithoutWorker to drive it yourself")
 
 // ErrConcurrentAdvance is returned by Advance when another call of Advance or
-// NextDeadline on the same Timer is in progress (from a task that Advance
-// runs, say). Advance and NextDeadline belong to one owner, which calls them
-// one at a time.
-//
-// See the example of [Timer.Advance].
+// NextDeadline on the same Timer is in progress (from a task that Advance runs,
+// say). Advance and NextDeadline belong to one owner, which calls them one at a
+// time. See the example of [Timer.Advance].
 var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another Advance or " +
 	"NextDeadline of the same Timer is in progress; they belong to one owner")
 
 // Advance runs, on the calling goroutine and before it returns, every task
 // run that is due by now on a Timer made [WithoutWorker], and returns how many
-// runs it handed out. A timeout is due once the tick that holds its deadline
-// has ended, as with a worker: its task never runs before Deadline. Runs are
-// handed out tick by tick, in deadline order across ticks, each exactly once;
-// with [WithTaskExecutor] they go to the executor.
+// runs it started. A timeout is due once the tick that holds its deadline has
+// ended, as with a worker: its task never runs before its Deadline. Runs
+// start tick by tick, in deadline order across ticks, each exactly once.
 //
 // now is the owner's reading of the timer's clock, usually time.Now() taken
 // at the top of its loop; a now later than the clock lets runs start early
@@ -35,17 +31,18 @@ var ErrConcurrentAdvance = errors.New("hashedwheel: Advance called while another
 // before counts as that one.
 //
 // A call first takes in every timeout scheduled, reset or cancelled (from any
-// goroutine) before it began: all of them, whatever their number. What tasks
-// schedule or re-arm during the call is taken in by the next call, so one
-// call is bounded. After a long gap, a call costs time that grows with the
-// runs due and the buckets in use, not with the ticks that passed.
+// goroutine) before it began; what tasks schedule or re-arm during the call
+// waits for the next call, so one call is bounded. After a long gap, a call
+// costs time that grows with the runs due and the buckets in use, not with
+// the ticks that passed.
 //
 // Advance returns [ErrNotCreated] on a Timer that [NewTimer] did not make,
-// [ErrHasWorker] on a Timer with a worker,
-// [ErrConcurrentAdvance] if another Advance or [Timer.NextDeadline] of the
-// Timer is in progress (it then changes nothing), and [ErrTimerStopped] after
-// [Timer.Stop]. A task may call Stop: the call then hands out nothing more and
-// cancels what is pending before it returns.
+// [ErrHasWorker] on a Timer with a worker, [ErrConcurrentAdvance] if another
+// Advance or [Timer.NextDeadline] of the Timer is in progress (it then changes
+// nothing), and [ErrTimerStopped] after [Timer.Stop]. A task may call Stop:
+// the call then starts no more runs and cancels what is pending before it
+// returns. See guarantee 18 in docs/guarantees.md, and the example of
+// Timer.Advance.
 func (t *Timer) Advance(now time.Time) (int, error) {
 	if !t.conf.owned {
 		if t.wheel.buckets == nil {
@@ -115,33 +112,21 @@ func (t *Timer) advance(target int64) int {
 }
 
 // NextDeadline reports when, at the latest, the owner of a Timer made
-// [WithoutWorker] must call [Timer.Advance] again: a time never later than the
-// first at which Advance would run something (it may be earlier; then that
-// Advance runs nothing), and false if no timeout is pending. It is earlier
-// when the first timeout is due more than a turn of the wheel ahead, which
-// waits in a level above the wheel and is taken down a level at a time: an
-// owner that sleeps until NextDeadline then wakes once a level with nothing
-// to run (three times for a timeout an hour ahead on a wheel of 8 buckets of
-// 10ms). It first takes in the timeouts scheduled, reset or cancelled from
+// [WithoutWorker] must call [Timer.Advance] again, and false if no timeout is
+// pending. The time is never later than the first at which Advance would run
+// something, and may be earlier: then that Advance runs nothing. It is earlier
+// when the first timeout is due more than a turn of the wheel ahead: an owner
+// that sleeps until NextDeadline then wakes a few times with nothing to run.
+//
+// NextDeadline first takes in the timeouts scheduled, reset or cancelled from
 // any goroutine before the call, so an owner that sleeps until the time it
 // returns, or until another goroutine wakes it after scheduling, misses
-// nothing. It allocates nothing and does not walk the timeouts.
-//
-// It counts the runs handed to a [WithTaskExecutor] executor that have not
-// returned: as one returns it hands its Timeout back (a periodic one for its
-// next run, or one its task armed again), and nothing tells the owner. While
-// one is out and a timeout is pending, NextDeadline is at most the end of the
-// tick the owner is in (the first at which what comes back could run), so
-// an owner that sleeps until NextDeadline looks once a tick until the run
-// returns. With nothing pending it returns false, runs out or not: a task
-// that arms its Timeout again from a run on the executor is one more
-// goroutine that schedules, and wakes the owner after it has.
-//
-// NextDeadline returns false, and changes nothing, on a Timer with a worker,
-// after [Timer.Stop], and while an Advance or NextDeadline of the Timer is in
-// progress.
-//
-// See the example of [Timer.Advance].
+// nothing. It does not walk the timeouts, and allocates nothing unless a
+// timeout it takes in is the first to wait in a level above the wheel: that
+// level is made then (1.5 KiB, once per level and Timer). It returns false,
+// and changes nothing, on a Timer with a worker, after [Timer.Stop], and while
+// an Advance or NextDeadline of the Timer is in progress. See guarantee 19 in
+// docs/guarantees.md, and the example of Timer.Advance.
 func (t *Timer) NextDeadline() (time.Time, bool) {
 	if !t.conf.owned || !t.own.advancing.CompareAndSwap(false, true) {
 		return time.Time{}, false

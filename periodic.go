@@ -27,27 +27,23 @@ type periodicTask struct {
 
 func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
 
-// NewPeriodicTimeout schedules task to run every period, first at period
-// from now: run k is due at start + k*period, whatever the lateness of the
-// runs before it, and runs at the first tick at or after that. A run never
-// starts while the previous one is still running; runs that fall more than a
-// period behind (because a run, the worker or the [WithTaskWorkers] pool was
-// slow) are skipped, as a time.Ticker drops ticks, never run back to back to
-// catch up: a run starts as the latest one due, and the next is due a
-// period after it.
+// NewPeriodicTimeout schedules task to run every period, first at period from
+// now: run k is due at start + k*period, whatever the lateness of the runs
+// before it, and runs at the first tick at or after that. A run never starts
+// while the previous one is still running; runs that fall more than a period
+// behind are skipped, as a time.Ticker drops ticks, never run back to back.
 //
 // The timeout stays pending until it is cancelled, by Cancel (also from inside
 // its own task) or by [Timer.Stop]: IsExpired stays false,
 // [Timer.PendingTimeouts] counts it once, and Run gets the same *Timeout every
 // time. Deadline reports the due time of the run in progress while the task
-// runs, and of the next run otherwise. Reset moves the next run once the run
-// in progress has returned. Scheduling is one allocation of 96 bytes (three
-// with a [WithTaskExecutor]); runs allocate nothing.
+// runs, and of the next run otherwise; Reset moves the next run once the run in
+// progress has returned. Scheduling is one allocation of 96 bytes (three with
+// a [WithTaskExecutor]); runs allocate nothing.
 //
 // NewPeriodicTimeout returns the errors [Timer.NewTimeout] does, and an error
-// wrapping [ErrInvalidPeriod] if period is not positive.
-//
-// See the example of [Timer.Every].
+// wrapping [ErrInvalidPeriod] if period is not positive. See guarantee 12 in
+// docs/guarantees.md, and the example of Timer.Every.
 func (t *Timer) NewPeriodicTimeout(task TimerTask, period time.Duration) (*Timeout, error) {
 	if isNilTask(task) {
 		return nil, ErrNilTask

@@ -7,24 +7,17 @@ import (
 	"time"
 )
 
-// NewTimeout schedules task to run once, after delay. A delay of zero or less
-// runs it at the next tick; a delay too large to represent saturates, and the
-// task never runs. The task runs on the worker goroutine, on the
-// [WithTaskWorkers] pool or through the [WithTaskExecutor] executor, at the
-// first tick at or after the deadline.
+// NewTimeout schedules task to run once, after delay, at the first tick at or
+// after the deadline. A delay of zero or less runs it at the next tick; a delay
+// too large to represent saturates, and the task never runs. It costs one
+// 64-byte allocation; [Timer.Schedule] arms a Timeout of yours without one.
 //
-// On the worker, tasks run one at a time: a task that blocks (a write to a
-// slow peer, a lock) delays every timeout due after it. Give such tasks
-// [WithTaskWorkers], and watch [Timer.Stats] for late runs.
-//
-// It costs one 64-byte allocation; [Timer.Schedule] arms a Timeout of yours
-// (a field of your own struct) without one.
-//
-// NewTimeout returns [ErrNilTask] for a nil task, [ErrTimerStopped] after
-// [Timer.Stop], an error wrapping [ErrTooManyPendingTimeouts] when the timer
-// holds its [WithMaxPendingTimeouts] limit, and the errors of [Timer.Start]:
-// [ErrNotCreated], and [ErrClockMismatch] for a Timer used with another clock
-// than its own (see [NewTimer]).
+// By default the task runs on the worker goroutine, one task at a time, so a
+// task that blocks delays every timeout due after it: give such tasks
+// [WithTaskWorkers]. NewTimeout returns [ErrNilTask] for a nil task,
+// [ErrTimerStopped] after [Timer.Stop], an error wrapping
+// [ErrTooManyPendingTimeouts] at the [WithMaxPendingTimeouts] limit, and the
+// errors of [Timer.Start]. See the example of Timer.NewTimeout.
 func (t *Timer) NewTimeout(task TimerTask, delay time.Duration) (*Timeout, error) {
 	if isNilTask(task) {
 		return nil, ErrNilTask
@@ -127,63 +120,30 @@ func (t *Timer) nudgeWorker(now int64) {
 	}
 }
 
-// Schedule arms to, a Timeout the caller owns (a field of its own struct,
-// say), to run task once after delay, as [Timer.NewTimeout] does, and
-// allocates nothing. to is the zero Timeout, or one that has ended: cancelled,
-// or expired, which a one-shot timeout is from the moment its run is handed
-// out, so a task may schedule its own Timeout again from inside its run, to
-// look again later at what it watches.
+// Schedule arms to, a Timeout the caller owns (a field of its own struct, say),
+// to run task once after delay, as [Timer.NewTimeout] does, and allocates
+// nothing: it reads the clock once and takes to's lock for a moment, and never
+// waits for a task. The task runs at the first tick at or after the deadline,
+// never before it.
 //
-// A task that re-arms its Timeout every period should arm it at the
-// deadline it ran for, with [Timer.ScheduleAt]:
+// to must be the zero Timeout or one that has ended: cancelled, or expired,
+// which a one-shot Timeout is from just before its task runs, so a task may
+// arm its own Timeout again from inside its run. A cancelled Timeout may be
+// armed again at once on the same Timer, and on another Timer once the first
+// has taken the cancel in (within about a tick). Runs of one Timeout never
+// overlap: armed again while its task runs, it runs after that run returns.
 //
-//	to.Timer().ScheduleAt(to, task, to.Deadline().Add(period))
+// Schedule returns an error wrapping [ErrTimeoutPending] if to is pending
+// ([Timeout.Reset] moves a pending deadline) or cannot be armed yet, and
+// [ErrNilTimeout] for a nil to; otherwise the errors of NewTimeout. An error
+// leaves to as it was. Calls racing on one ended Timeout arm it once.
 //
-// Schedule(to, task, period) from the task counts the period from the run,
-// which comes up to a tick after the deadline, so the runs drift a tick a
-// period: 1.1s apart for a period of 1s at a 100ms tick. Re-arm before the
-// task's own work, or in a defer: a task that panics is recovered and
-// logged, and nothing arms its Timeout again for it.
-//
-// Every rule of a timeout made by NewTimeout holds for the arm: the deadline
-// and the tick, Reset, Cancel, [CancelledTask], the [WithTaskWorkers] pool,
-// [Timer.Stats], the pending limit, a Timer made [WithoutWorker]. A Timeout
-// is one object: its methods act on, and report, its latest arm (Reset
-// returns true while that arm is pending, even if the run of an earlier one
-// is still going). Runs of one Timeout never overlap: one armed again while
-// its task is still running (on the pool, say) is handed to its Timer only
-// when that run returns, and never before its deadline.
-//
-// Schedule returns an error wrapping [ErrTimeoutPending], and changes
-// nothing, if to is pending (a periodic one included: Reset moves a pending
-// deadline); if it was cancelled on another Timer that has not taken the
-// cancel in yet (its worker does within about a tick; on a Timer made
-// WithoutWorker, its owner's next Advance or NextDeadline), or ran on another
-// Timer and its run has not returned yet; if its task is a
-// CancelledTask whose Cancelled call is still owed (it may be scheduled from
-// inside Cancelled); and if it was periodic and cancelled (by Cancel, or by
-// its Timer's Stop) during a run that has not returned. Calls racing on one
-// ended Timeout arm it once: the others get that error, unless a Cancel
-// ended the arm first. On its own Timer, a cancelled Timeout is armed again
-// at once, where it is, for the cost of the Cancel: the worker has nothing
-// to do until its new deadline.
-//
-// Schedule returns [ErrNilTimeout] for a nil to, and the errors of NewTimeout:
-// [ErrNilTask], [ErrTimerStopped], an error wrapping
-// [ErrTooManyPendingTimeouts], [ErrNotCreated] and [ErrClockMismatch]. Each
-// leaves to as it was.
-//
-// The Timer holds to by its address until the arm ends: to must not be
-// copied (go vet reports a copy) or moved. append moves the elements of a
-// slice when it grows it, which go vet cannot see: a Timeout in a []conn
-// armed before an append is lost to its conn. Keep structs that hold a
-// Timeout by pointer ([]*conn, map[id]*conn).
-//
-// A Timeout is 64 bytes, and the allocator rounds a struct up to its size
-// class: embedded, a Timeout may take the struct into the next one (from
-// 6,872 to 6,936 bytes moves it from the 6,912-byte class to the 8,192-byte
-// one). Then hold a *Timeout, made with the struct by new(Timeout), and pass
-// it to Schedule: 8 bytes in the struct and 64 apart.
+// The Timer keeps to by its address until the arm ends: do not copy or move it.
+// go vet reports a copy, but not append moving a slice's elements: keep structs
+// that hold a Timeout by pointer. Schedule counts delay from the call, so a
+// task that re-arms its Timeout every period drifts by up to a tick a period;
+// [Timer.ScheduleAt] at to.Deadline().Add(period) does not. See guarantee 21 in
+// docs/guarantees.md, and the example of Timer.Schedule.
 func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error {
 	if to == nil {
 		return ErrNilTimeout
@@ -199,42 +159,25 @@ func (t *Timer) Schedule(to *Timeout, task TimerTask, delay time.Duration) error
 }
 
 // ScheduleAt arms to to run task once at deadline, as [Timer.Schedule] arms
-// it after a delay: the same rules, the same errors (each leaves to as it
-// was), and no allocation. The task runs at the first tick at or after
-// deadline, never before it. A deadline that has passed is due at once, as a
-// delay of zero or less is: it runs at the next tick the Timer processes,
-// the end of the one the worker is in (a worker held up by a task, or the
-// owner of a Timer made [WithoutWorker], may first process an earlier tick
-// that has ended, and then runs it there: at the owner's next Advance, say).
-// [Timeout.Deadline] reports the deadline as given, passed or not (one
-// before the Timer started as its start). A deadline too far ahead to
-// represent saturates, as a huge delay does.
+// it after a delay: the same rules and the same errors, each leaving to as it
+// was, and no allocation. The task runs at the first tick at or after
+// deadline, never before it; a deadline that has passed runs at the next tick,
+// as a delay of zero or less does. [Timeout.Deadline] reports deadline as
+// given. A deadline too far ahead to represent saturates.
 //
-// ScheduleAt reads no clock when deadline carries a monotonic clock reading:
-// a time from time.Now, Add on one, or [Timeout.Deadline], which keeps the
-// Timer's. So a task that re-arms its own Timeout a period after its last
-// deadline,
+// ScheduleAt reads no clock when deadline carries a monotonic clock reading (a
+// time from time.Now, Add on one, or Timeout.Deadline). So a task that re-arms
+// its own Timeout a period after its last deadline,
 //
 //	to.Timer().ScheduleAt(to, task, to.Deadline().Add(period))
 //
-// keeps the period without drift, as [Timer.Every] does, and costs less than
-// Schedule; an idle deadline computed from when a connection last read is
-// armed as it is. (Unlike Every, it does not skip runs that fall behind: a
-// deadline a period after one that ran late may have passed already, and
-// then runs at the next tick.) A deadline without a monotonic reading (from
-// time.Date, time.Unix, a parse, or Round(0)) is taken on the wall clock:
-// its distance from a reading of the wall clock, counted from a reading of
-// the Timer's own clock taken just after. On a loaded machine the two
-// readings may be milliseconds apart (3.8 ms seen on two busy cores), and the
-// task may then run that much after the deadline, never before it; a later
-// step of the wall clock (by NTP, say) does not move it. The first call on a
-// Timer not started yet starts it, which reads the clock.
-//
-// deadline must come from the clock the Timer runs on. A time with a
-// monotonic reading, given to a Timer made in a testing/synctest bubble
-// (whose fake clock has none), returns [ErrClockMismatch]; so does a
-// deadline without one given across a bubble's border, as the clock read
-// for it is not the Timer's.
+// keeps the period without drift, as [Timer.Every] does, but does not skip runs
+// that fall behind. A deadline without a monotonic reading (from time.Date,
+// time.Unix or a parse) is taken on the wall clock when ScheduleAt is called:
+// it may run a little late, never early, and a later step of the wall clock
+// does not move it. deadline must come from the clock the Timer runs on, or
+// ScheduleAt returns [ErrClockMismatch] (see guarantee 22 in
+// docs/guarantees.md). See the example of Timer.ScheduleAt.
 func (t *Timer) ScheduleAt(to *Timeout, task TimerTask, deadline time.Time) error {
 	if to == nil {
 		return ErrNilTimeout

@@ -6,9 +6,8 @@ import (
 )
 
 // Stats is a snapshot of what a Timer's worker has done. The counters only
-// grow; they are at most about a tick behind the worker.
-//
-// See the example of [Timer.Stats].
+// grow; they are at most about a tick behind the worker. See the example of
+// [Timer.Stats].
 type Stats struct {
 	Pending     int64         // as PendingTimeouts
 	Expired     uint64        // task runs handed out (each run of a periodic timeout counts)
@@ -20,24 +19,15 @@ type Stats struct {
 }
 
 // Stats returns the timer's statistics. It is safe to call at any time, also
-// after [Timer.Stop], and cheap: it reads a few atomics and holds no lock.
+// after [Timer.Stop], and cheap: it reads a few atomics and takes no lock.
 // Keeping the statistics costs [Timer.NewTimeout], Cancel and Reset nothing:
-// the worker counts what it sees (a cancellation when it unlinks or drops the
-// timeout; [Timer.Schedule] and [Timer.ScheduleAt] count one they arm again
-// before the worker saw it) and publishes its counts after each tick and
+// the Timer counts what it sees and publishes its counts after each tick and
 // before it sleeps (on a Timer made [WithoutWorker], as each [Timer.Advance]
-// or [Timer.NextDeadline] that did something returns); it counts a run in
-// Expired before its task starts, on the worker, the [WithTaskWorkers] pool
-// or the [WithTaskExecutor] executor, so a task that blocks hides no run
-// handed out before it.
-//
-// Late and MaxLateness time a run handed out after tasks that ran on the
-// worker by a clock reading taken once a batch of them has run, not after
-// each: never earlier than the hand-out, so a task that blocks hides no
-// lateness behind it. A batch is a single run after any run that took a
-// 64th of a tick or more, and grows to 64 runs while they take less: in a
-// bucket of many short tasks, one that blocks can also count late the runs
-// handed out just before it in its batch (up to 63), never fewer than were.
+// or [Timer.NextDeadline] that did something returns). A run is counted in
+// Expired before its task starts, wherever it runs, so a task that blocks
+// hides no run started before it, nor, in Late and MaxLateness, the lateness
+// of the runs behind it. See guarantee 15 in docs/guarantees.md, and the
+// example of Timer.Stats.
 func (t *Timer) Stats() Stats {
 	if t.wheel.buckets == nil {
 		return Stats{}

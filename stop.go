@@ -1,46 +1,25 @@
 package hashedwheel
 
-// Stop stops the timer. The first call cancels every timeout still pending and
-// returns them; a timeout cancelled earlier is not among them. Later calls
-// return nil. When Stop returns, the worker goroutine and the
-// [WithTaskWorkers] pool have exited; if a task is running on them, Stop waits
-// for it to return, and one-shot tasks already handed to the pool run first.
-// What those tasks schedule meanwhile fails with [ErrTimerStopped], or, if it
-// raced Stop, is cancelled as it comes and returned too. Timeouts still
-// pending never run after Stop.
+// Stop stops the timer. The first call cancels every timeout still pending,
+// periodic ones included, and returns them; a timeout cancelled earlier by
+// [Timeout.Cancel] is not among them. Later calls return nil. The tasks of the
+// returned timeouts never run, and they get no [CancelledTask] call.
 //
-// A periodic timeout is pending between its runs and during one, so Stop
-// returns it, cancelled. A run of it already in progress goes on (Stop waits
-// for it on the pool, and not on a [WithTaskExecutor] executor's goroutine);
-// one handed out but not started, waiting in the pool's queue say, does not
-// start. Until such a run returns, the Timeout is still held by it, as after
-// Cancel: [Timer.Schedule] on another Timer returns [ErrTimeoutPending], so
-// that runs of one Timeout never overlap, and a [CancelledTask] call owed
-// for it comes as the run returns. A run its executor never calls holds its
-// Timeout for good.
+// When Stop returns, the worker goroutine and the [WithTaskWorkers] pool have
+// exited: Stop waits for a task running on them, and one-shot tasks already
+// handed to the pool run first. What such a task schedules meanwhile fails
+// with [ErrTimerStopped], or is cancelled and returned too. A periodic run in
+// progress goes on to its end; no later run starts. Stop does not wait for
+// tasks on a [WithTaskExecutor] executor's goroutines, nor, on a Timer made
+// [WithoutWorker], for anything.
 //
-// Called from a task running on the worker goroutine or on the pool, Stop
-// neither waits nor deadlocks: it marks the timer stopped and returns nil,
-// and the worker cancels the pending timeouts and exits once the task
-// returns. (A task that a [WithTaskExecutor] runs on another goroutine while
-// the worker waits for it is on neither, and must not call Stop.)
-//
-// On a Timer made [WithoutWorker], Stop waits for nothing. If no
-// [Timer.Advance] or [Timer.NextDeadline] is in progress, Stop cancels and
-// returns the pending timeouts itself, and makes on its caller's goroutine the
-// [CancelledTask] calls still owed for timeouts that [Timeout.Cancel]
-// cancelled since the owner's last call: call Stop from the owner to keep
-// every callback on its goroutine. If one is in progress (Stop from a task,
-// or from another goroutine meanwhile), Stop returns nil and that call
-// cancels the pending timeouts, and makes those calls, as it returns.
-//
-// A Cancelled call that Stop's clean-up makes may call runtime.Goexit (as
-// t.FailNow does in a test): the clean-up then goes on without it, on the
-// worker's next goroutine, or, on a Timer made WithoutWorker, as the
-// caller's goroutine exits, so every timeout still ends once.
-//
-// After Stop, [Timer.NewTimeout], [Timer.AfterFunc] and [Timer.Start] return
-// [ErrTimerStopped] and [Timer.PendingTimeouts] returns 0.
+// A task may call Stop. Called from the worker, the pool or inside
+// [Timer.Advance], Stop neither waits nor deadlocks: it marks the timer
+// stopped and returns nil, and the pending timeouts are cancelled once the
+// task returns. A task that an executor runs on another goroutine while the
+// worker waits for it must not call Stop. After Stop, the calls that schedule
+// return ErrTimerStopped, and [Timer.PendingTimeouts] returns 0. See guarantee
+// 7 in docs/guarantees.md, and the example of Timer.Stop.
 func (t *Timer) Stop() []*Timeout {
 	if t.wheel.buckets == nil {
 		return nil // not made by NewTimer: nothing to stop

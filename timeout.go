@@ -7,9 +7,8 @@ import (
 	"time"
 )
 
-// TimerTask is a task that a Timer runs once its Timeout is due.
-//
-// See the examples of [Timer.NewTimeout] and [CancelledTask].
+// TimerTask is a task that a Timer runs once its Timeout is due. See the
+// examples of [Timer.NewTimeout] and [CancelledTask].
 type TimerTask interface {
 	// Run is called once, or once per period for a periodic timeout, on
 	// the timer's worker goroutine, on one of its WithTaskWorkers
@@ -23,30 +22,24 @@ type TimerTask interface {
 // have released (Netty 4.2's TimerTask.cancelled).
 //
 // The Timer calls Cancelled exactly once for each timeout of the task that
-// Cancel cancelled, after it has let go of the timeout (unlinked it from the
-// wheel): within about one tick of the Cancel call, and before the worker
-// exits even if [Timer.Stop] comes first. A periodic timeout cancelled while
-// a run of it is out on the pool or an executor is held by that run until it
-// returns: its call comes within about a tick of that return. The call comes
-// on the worker goroutine, also with [WithTaskWorkers] or
-// [WithTaskExecutor]; on a Timer made [WithoutWorker], inside the owner's
-// [Timer.Advance] or [Timer.NextDeadline], or inside a Stop made while
-// neither runs. One exception: a run on a WithTaskExecutor executor that
-// returns after its Timer's Stop has finished lets go of its timeout itself,
-// and the call comes on that run's goroutine as it returns: the call of a
-// timeout Cancel cancelled while that run was out, or of an arm that run
-// made as Stop came, which Stop does not return (see [WithTaskExecutor]).
-// Timeouts that Stop cancels and returns get no call. A panic in Cancelled is
-// recovered and logged, as one in Run is. Like Run, Cancelled should return
-// quickly: expiry waits for it.
+// Cancel cancelled, once the timeout is out of the wheel: within about one
+// tick of the Cancel call (or, for a periodic timeout cancelled during a run,
+// of that run's return), and even if [Timer.Stop] comes first. Timeouts that
+// Stop cancels and returns get no call. The call comes on the worker
+// goroutine, whatever runs the tasks (but on its own goroutine for a run on
+// a [WithTaskExecutor] executor that returns after Stop); on a Timer made
+// [WithoutWorker], inside the owner's [Timer.Advance], [Timer.NextDeadline]
+// or Stop. A panic in
+// Cancelled is recovered and logged, as one in Run is. Like Run, Cancelled
+// should return quickly: expiry waits for it. See guarantee 13 in
+// docs/guarantees.md, and the example of CancelledTask.
 type CancelledTask interface {
 	TimerTask
 	Cancelled(timeout *Timeout)
 }
 
-// TimerFunc adapts an ordinary function to a [TimerTask].
-//
-// See the example of [Timer.NewTimeout].
+// TimerFunc adapts an ordinary function to a [TimerTask]. See the example of
+// [Timer.NewTimeout].
 type TimerFunc func(timeout *Timeout)
 
 // Run calls f(timeout).
@@ -67,19 +60,15 @@ func (f funcTask) Run(*Timeout) { f() }
 //
 // The zero Timeout has never been armed: Cancel and Reset return false,
 // IsPending, IsExpired and IsCancelled false, Deadline the zero time, Timer
-// and Task nil. Once it has ended (expired or cancelled) it may be armed again with
-// Schedule or ScheduleAt; its methods then act on, and report, its latest
-// arm.
+// and Task nil. Once it has ended (expired or cancelled) it may be armed
+// again; its methods then act on, and report, its latest arm.
 //
-// A Timeout must not be copied or moved once armed: the wheel links the
-// Timeout itself, by its address. go vet reports a copy, but not a move:
-// append on a slice of structs that hold one ([]conn) moves them all when it
-// grows the slice, and a Timeout armed in the old array is lost to its
-// owner. Keep such structs by pointer ([]*conn, map[id]*conn), or in a
-// slice that never grows while one is armed.
-//
-// See the examples of [Timeout.Cancel], [Timeout.Reset], [Timer.Schedule]
-// and [Timer.ScheduleAt].
+// A Timeout must not be copied or moved once armed: the wheel links it by its
+// address. go vet reports a copy, but not a move: append on a slice of structs
+// that hold one ([]conn) moves them all when it grows the slice, and a Timeout
+// armed in the old array is lost to its owner. Keep such structs by pointer
+// ([]*conn, map[id]*conn), or in a slice that never grows while one is
+// armed. See the package's example TimeoutByPointer.
 type Timeout struct {
 	// Its queue link and bucket links live inside it. The pointer fields
 	// come first, so the garbage collector stops scanning a Timeout after
@@ -129,19 +118,14 @@ type Timeout struct {
 }
 
 // Timer returns the Timer of the timeout's latest arm, or nil for a Timeout
-// never armed.
-//
-// See the example of [Timer.NewTimeout].
+// never armed. See the example of [Timer.NewTimeout].
 func (to *Timeout) Timer() *Timer { return to.timer.Load() }
 
-// Task returns the task of the timeout's latest arm, or nil for a Timeout
-// never armed. For a timeout made by [Timer.AfterFunc] or [Timer.Every] it
-// is a [TimerTask] that calls the function. It is safe beside a Schedule of
-// the same Timeout (by any goroutine, its own task included): it takes the
-// Timeout's lock for a moment, and returns the task of the arm before or
-// after that Schedule.
-//
-// See the example of [Timer.NewTimeout].
+// Task returns the task of the timeout's latest arm, or nil for a Timeout never
+// armed. For a timeout made by [Timer.AfterFunc] or [Timer.Every] it is a
+// [TimerTask] that calls the function. It is safe beside a Schedule of the same
+// Timeout: it takes the Timeout's lock for a moment. See the example of
+// Timer.NewTimeout.
 func (to *Timeout) Task() TimerTask {
 	s := to.lock()
 	task := to.task
@@ -158,18 +142,13 @@ func userTask(task TimerTask) TimerTask {
 	return task
 }
 
-// Deadline returns when the timeout is due, on the timer's clock. The task
+// Deadline returns when the timeout is due, on the timer's clock; the task
 // never runs before it. For a periodic timeout it is when the run in progress
-// was due while a run is handed out or running (so a task may measure its own
-// lateness with time.Since(timeout.Deadline())), and when the next run is due
-// otherwise.
-// Delays of zero or less are due when scheduled; a deadline given to
-// [Timer.ScheduleAt] is reported as given, passed or not (one before the
-// Timer started as its start). A delay or deadline too large to represent
-// saturates, and the timeout never comes due. It is the zero time for a
-// Timeout never armed.
-//
-// See the example of [Timer.AfterFunc].
+// was due while a run is out (so a task may measure its lateness with
+// time.Since(timeout.Deadline())), and when the next run is due otherwise. A
+// deadline given to [Timer.ScheduleAt] is reported as given; one too large to
+// represent saturates, and never comes due. It is the zero time for a Timeout
+// never armed. See the example of Timer.AfterFunc.
 func (to *Timeout) Deadline() time.Time {
 	t, deadline := to.timerAndDeadline()
 	if t == nil {
@@ -198,46 +177,38 @@ func (to *Timeout) timerAndDeadline() (*Timer, int64) {
 }
 
 // IsExpired reports whether the timeout came due and its task was handed to be
-// run. It becomes true just before the task runs. It stays false for a
-// periodic timeout, which is pending until it is cancelled.
-//
-// See the example of [Timer.NewTimeout].
+// run. It becomes true just before the task runs. It stays false for a periodic
+// timeout, which is pending until it is cancelled. See the example of
+// [Timer.NewTimeout].
 func (to *Timeout) IsExpired() bool { return to.load().phase() == stExpired }
 
-// IsCancelled reports whether the timeout was cancelled, by [Timeout.Cancel]
-// or by [Timer.Stop]. A cancelled timeout's task never runs again.
-//
-// See the example of [Timer.Stop].
+// IsCancelled reports whether the timeout was cancelled, by [Timeout.Cancel] or
+// by [Timer.Stop]. A cancelled timeout's task never runs again. See the example
+// of [Timer.Stop].
 func (to *Timeout) IsCancelled() bool { return to.load().phase() == stCancelled }
 
 // IsPending reports whether the timeout's latest arm is pending: armed, and
-// neither handed to run nor cancelled. A periodic timeout stays pending until
-// it is cancelled, while its runs are out too. It is false for a Timeout
-// never armed, and once [Timer.Stop] has cancelled it. With IsExpired and
-// IsCancelled it tells the three ends apart: a Timeout armed and not yet
-// due, one whose task was handed to run, one cancelled.
-//
-// IsPending takes no lock and allocates nothing. Like IsExpired, what it
-// reports may change as soon as it returns while other goroutines arm,
-// cancel or run the Timeout; from inside its own task, a one-shot Timeout is
-// not pending until the task arms it again.
+// neither handed to run nor cancelled; a periodic timeout stays pending until
+// it is cancelled. It is false for a Timeout never armed, and once
+// [Timer.Stop] has cancelled it. IsPending takes no lock and allocates
+// nothing; what it reports may change as soon as it returns while other
+// goroutines arm, cancel or run the Timeout. See guarantee 23 in
+// docs/guarantees.md, and the example of Timeout.IsPending.
 func (to *Timeout) IsPending() bool { return to.load().phase() == stPending }
 
 // Cancel stops the timeout's task from running. It reports whether this call
 // moved the timeout from pending to cancelled; it returns false if the task
 // already ran or was handed to run, or the timeout was already cancelled.
-// Cancel does not wait for a running task, and costs no more than a
-// compare-and-swap or the timeout's lock: it never blocks. On a periodic
-// timeout it stops the runs after the one in progress, if any (a run handed
-// to a [WithTaskWorkers] pool or an executor and not yet started does not
-// start); it may be called from inside the timeout's own task.
+// Cancel does not wait for a running task, and never blocks: it costs a
+// compare-and-swap or the timeout's lock for a moment. On a periodic timeout
+// it stops the runs after the one in progress, if any; it may be called from
+// inside the timeout's own task.
 //
-// The timeout leaves [Timer.PendingTimeouts] at once; the worker unlinks it
-// from its bucket within one tick, so that it holds no memory there, and then
-// calls Cancelled if the task is a [CancelledTask]. A periodic timeout whose
-// run is out meanwhile stays held by that run until it returns, and the
-// worker lets go of it (and makes that call) once it has. Scheduled again on
-// the same Timer before that (see [Timer.Schedule]), it stays where it is.
+// The timeout leaves [Timer.PendingTimeouts] at once. Within about a tick
+// the Timer removes it from the wheel, so that it holds no memory there, and
+// then calls Cancelled if the task is a [CancelledTask]; for a periodic
+// timeout whose run is in progress, after that run returns. See guarantee 3
+// in docs/guarantees.md, and the example of Timeout.Cancel.
 func (to *Timeout) Cancel() bool {
 	s := to.load()
 	if s.phase() != stPending {
@@ -295,26 +266,16 @@ func cancelledState(s state) state {
 // after it follow every period from there.
 //
 // Reset returns false and changes nothing if the timeout has expired, is
-// cancelled, is being run or was never armed: for a one-shot timeout, arm it
-// again with [Timer.Schedule] or [Timer.ScheduleAt] if the task should run
-// again. A periodic
-// timeout is being run from when its run is handed out until the run returns
-// (so Reset from inside its own task returns false); it is pending all
-// along, and once the run has returned Reset moves its next run. Reset also
-// returns false on a Timer used with another clock than it started on (see
-// [NewTimer]).
+// cancelled, is being run or was never armed: arm a one-shot timeout again
+// with [Timer.Schedule] or [Timer.ScheduleAt]. A periodic timeout is being run
+// from just before its task starts until it returns, so Reset from inside its
+// own task returns false. Reset also returns false on a Timer used with
+// another clock than it started on (see [NewTimer]).
 //
-// Reset allocates nothing and costs a clock read and the timeout's lock,
-// taken and released. A later deadline needs nothing more: the worker moves
-// the timeout when it next looks at it. An earlier deadline may need the
-// worker: if it comes before the worker would look at the timeout, Reset
-// also hands the timeout to the worker, waking it if it sleeps. The worker
-// looks at a timeout due within a turn of the wheel (ticks per wheel times
-// the tick) when it is due, so any earlier deadline needs it; one due later
-// waits in a coarser level, in a slot of 64 times the wheel's span or more,
-// and is looked at when that slot comes up, so a Reset that moves a far
-// deadline earlier but not before the start of its slot needs nothing
-// either.
+// Reset allocates nothing and never waits for a task: it reads the clock and
+// takes the timeout's lock for a moment; a deadline moved earlier may also
+// wake the worker. See guarantee 11 in docs/guarantees.md, and the example of
+// Timeout.Reset.
 func (to *Timeout) Reset(delay time.Duration) bool {
 	for {
 		t := to.timer.Load()
@@ -355,13 +316,10 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 	}
 }
 
-// String describes the timeout's latest arm: how far its deadline is,
-// whether it was cancelled, and its task, in the form of Netty's
-// HashedWheelTimeout. It is safe beside anything done to the Timeout, a
-// Schedule of it included: it reads the arm under the Timeout's lock, for a
-// moment, and formats it after.
-//
-// No example shows it: it is what fmt prints for a Timeout.
+// String describes the timeout's latest arm: how far its deadline is, whether
+// it was cancelled, and its task, in the form of Netty's HashedWheelTimeout. It
+// is safe beside anything done to the Timeout, a Schedule of it included. No
+// example shows it: it is what fmt prints for a Timeout.
 func (to *Timeout) String() string {
 	s := to.lock()
 	t, deadline, task := to.timer.Load(), to.deadline, to.task

@@ -20,11 +20,8 @@ const (
 
 // Timer schedules tasks to run after a delay, on a hashed wheel. Its methods
 // are safe for concurrent use by any number of goroutines. Make one with
-// [NewTimer], share it, and [Timer.Stop] it when done.
-//
-// See the examples of [NewTimer], [Timer.NewTimeout], [Timer.Every],
-// [Timer.Schedule], [Timer.ScheduleAt], [Timer.WithTimeout] and
-// [Timer.Advance].
+// [NewTimer], share it, and [Timer.Stop] it when done. See the example of
+// NewTimer.
 type Timer struct {
 	// Many goroutines produce timeouts (NewTimeout, AfterFunc, Every,
 	// Schedule, ScheduleAt, Cancel, Reset); one goroutine turns the wheel
@@ -254,26 +251,20 @@ type ownerState struct {
 }
 
 // NewTimer returns a Timer with the given options. The worker goroutine
-// starts with Start or with the first call that schedules: NewTimeout,
-// AfterFunc, Schedule, ScheduleAt, Every, NewPeriodicTimeout, WithTimeout
-// or WithDeadline.
+// starts with Start or with the first call that schedules. A Timer is meant
+// to live as long as the program or the subsystem that uses it: it costs far
+// more to make than the timeouts it is for (its wheel, 12 KiB by default, and
+// its goroutine), and its worker goroutine runs until Stop, so a Timer
+// dropped without Stop leaks that goroutine.
 //
 // A Timer created inside a testing/synctest bubble runs on the bubble's fake
-// clock. Create, start, use and stop it inside that one bubble: its worker
-// waits on channels that belong to the bubble it was created in. A Timer
-// created or started outside a bubble and used inside one (a package-level
-// Timer in a synctest test, say), or one of a bubble used outside it, fails
-// with [ErrClockMismatch] rather than keep deadlines decades off; Reset
-// returns false there.
-//
-// A Timer is meant to live as long as the program or the subsystem that uses
-// it: making one and stopping it costs about 15µs and 17KB (its wheel and
-// its goroutine), far more than the timeouts it is for, and its worker
-// goroutine runs until Stop, so a Timer dropped without Stop leaks that
-// goroutine.
+// clock: create, start, use and stop it inside that one bubble. Used across a
+// bubble's border (a package-level Timer in a synctest test, say), it fails
+// with [ErrClockMismatch] rather than keep deadlines decades off, and Reset
+// returns false.
 //
 // An invalid option makes NewTimer return a nil Timer and an error naming the
-// option and the value it got.
+// option and the value it got. See the example of NewTimer.
 func NewTimer(opts ...Option) (*Timer, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -332,30 +323,21 @@ func NewTimer(opts ...Option) (*Timer, error) {
 	return t, nil
 }
 
-// TickDuration returns the tick duration in effect, after raising values
-// under 1ms.
-//
-// See the example of [NewTimer].
+// TickDuration returns the tick duration in effect, after raising values under
+// 1ms. See the example of [NewTimer].
 func (t *Timer) TickDuration() time.Duration { return time.Duration(t.conf.tickDuration) }
 
 // TicksPerWheel returns the number of buckets in the wheel, after rounding up
-// to a power of two.
-//
-// See the example of [NewTimer].
+// to a power of two. See the example of [NewTimer].
 func (t *Timer) TicksPerWheel() int { return len(t.wheel.buckets) }
 
 // Start starts the worker goroutine (and the [WithTaskWorkers] pool), if it is
-// not running yet. Calling it is optional: [Timer.NewTimeout] and
-// [Timer.AfterFunc] start the worker when needed, and so do [Timer.Schedule],
-// [Timer.ScheduleAt], [Timer.Every], [Timer.NewPeriodicTimeout],
-// [Timer.WithTimeout] and [Timer.WithDeadline].
-// Start returns [ErrTimerStopped] if the timer was stopped, [ErrNotCreated] on
-// a Timer that [NewTimer] did not make, and [ErrClockMismatch] if the Timer
-// was created outside the testing/synctest bubble it is started in, or inside
-// one and started outside it.
-//
-// The examples leave starting to the first call that schedules; see the
-// example of [NewTimer].
+// not running yet. Calling it is optional: every call that schedules starts
+// the worker when needed. Start returns [ErrTimerStopped] if the timer was
+// stopped, [ErrNotCreated] on a Timer that [NewTimer] did not make, and
+// [ErrClockMismatch] if the Timer was created outside the testing/synctest
+// bubble it is started in, or inside one and started outside it. See the
+// example of NewTimer, which leaves starting to the first call that schedules.
 func (t *Timer) Start() error {
 	if t.wheel.buckets == nil {
 		return ErrNotCreated
@@ -432,9 +414,8 @@ func (t *Timer) checkedElapsed() int64 {
 }
 
 // PendingTimeouts returns the number of timeouts scheduled that have neither
-// expired nor been cancelled. It is 0 after [Timer.Stop].
-//
-// See the example of [Timeout.Cancel].
+// expired nor been cancelled. It is 0 after [Timer.Stop]. See the example of
+// [Timeout.Cancel].
 func (t *Timer) PendingTimeouts() int64 {
 	if t.wheel.buckets == nil || t.isStopped() {
 		return 0
