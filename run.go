@@ -80,19 +80,23 @@ func (t *Timer) handOut(h hand) int64 {
 	// task that blocks must not hide it, nor the runs handed out before it.
 	t.published.expired.Store(t.wheel.counters.expired)
 	p, periodic := h.task.(*periodicTask)
-	if periodic {
-		p.token.give()
-	}
 	switch h.where {
 	case runsOnPool:
+		if periodic {
+			p.token.give()
+		}
 		t.conf.pool.submit(h.to, h.task)
 		return handedOff
 	case runsOnExecutor:
+		if periodic {
+			p.token.give()
+		}
 		t.execute(h.to, h.task, p)
 		return ranHere
 	}
+	// On the worker, the run starts now: nothing can come between, so it
+	// needs no token.
 	if periodic {
-		p.token.take() // the worker runs it now: nothing comes between
 		return t.runPeriodic(h.to, p, true)
 	}
 	t.runOneShot(h.to, h.task)
