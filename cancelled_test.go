@@ -282,3 +282,38 @@ func TestGuarantee13GoexitInCancelledWhileStopTakesWhatRunsHandBack(t *testing.T
 		}
 	})
 }
+
+// callNotifier is a CancelledTask whose Cancelled call closes called.
+type callNotifier struct{ called chan struct{} }
+
+func (*callNotifier) Run(*hashedwheel.Timeout)         {}
+func (n *callNotifier) Cancelled(*hashedwheel.Timeout) { close(n.called) }
+
+// TestGuarantee13PooledTaskWaitingForACancelledCallDoesNotHoldUpStop: a
+// pooled task waits for the Cancelled call of a Timeout cancelled just
+// before Stop. Stop waits for the pool, so the call must come while it
+// waits, not after.
+func TestGuarantee13PooledTaskWaitingForACancelledCallDoesNotHoldUpStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTimer(t, hashedwheel.WithTickDuration(jobTick), hashedwheel.WithTaskWorkers(1))
+		n := &callNotifier{called: make(chan struct{})}
+		to, err := tm.NewTimeout(n, time.Hour)
+		require.NoError(t, err)
+		started, gotCall := make(chan struct{}), make(chan bool, 1)
+		mustSchedule(t, tm, time.Millisecond, func() {
+			close(started)
+			select {
+			case <-n.called:
+				gotCall <- true
+			case <-time.After(10 * time.Second):
+				gotCall <- false
+			}
+		})
+		<-started
+		require.True(t, to.Cancel())
+		start := time.Now()
+		tm.Stop()
+		assert.True(t, <-gotCall, "the pooled task did not get the Cancelled call while Stop waited for it")
+		assert.Less(t, time.Since(start), time.Second, "Stop waited for the pooled task's own timeout")
+	})
+}

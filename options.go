@@ -101,12 +101,13 @@ func WithMaxPendingTimeouts(n int64) Option {
 // passing task to goroutines of its own. Most programs want [WithTaskWorkers],
 // a pool the Timer owns and [Timer.Stop] waits for, instead.
 //
-// exec must call each task it is given exactly once, now or later; a second
-// call does nothing. A task exec never calls is lost, and the Timer cannot
-// tell: the task never runs, and a one-shot Timeout can no longer be armed
-// again; a periodic one gets no later run until Cancel or Stop, and Stop ends
-// it. A one-shot run handed to exec allocates its token (two small objects);
-// periodic runs allocate nothing. If exec panics, before or after calling task, the panic is logged and the
+// exec must call each task it is given exactly once, now or later; a call
+// after the first runs nothing more. A task exec never calls is lost, and
+// the Timer cannot tell: the task never runs, and a one-shot Timeout can no
+// longer be armed again; a periodic one gets no later run until Cancel or
+// Stop, and Stop ends it. A one-shot run handed to exec allocates its token
+// (two small objects); periodic runs allocate nothing. If exec panics or
+// calls runtime.Goexit, before or after calling task, it is logged and the
 // Timeout ends as if the run had returned: a one-shot one may be scheduled
 // again at once, and a periodic one goes on with its next period.
 //

@@ -213,7 +213,8 @@ func (t *Timer) releaseOwner() []*Timeout {
 	var calls []*Timeout
 	for {
 		if t.isStopped() && !t.wheel.shutDown {
-			calls = t.shutdown()
+			t.shutdown()
+			calls, t.wheel.calls = t.wheel.calls, nil
 			stopped = t.life.unprocessed
 		}
 		done := t.wheel.shutDown // read while advancing is held

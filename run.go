@@ -210,7 +210,8 @@ func (t *Timer) endRun(to *Timeout, p *periodicTask) (now int64) {
 // execute hands the run of to, with task, to the WithTaskExecutor executor
 // (p is task if the run is periodic). A panic in the executor is logged with
 // the timeout and does not reach the worker; the executor is then taken to
-// have dropped the run, which ends at once unless it has started.
+// have dropped the run, which ends at once unless it has started. So is
+// one that calls runtime.Goexit, which goes on after.
 func (t *Timer) execute(to *Timeout, task TimerTask, p *periodicTask) {
 	var token *runToken
 	var fn func()
@@ -221,16 +222,25 @@ func (t *Timer) execute(to *Timeout, task TimerTask, p *periodicTask) {
 		r.token.give()
 		token, fn = &r.token, r.run
 	}
+	normalReturn := false
 	defer func() {
+		if normalReturn {
+			return
+		}
+		// A panic, or a runtime.Goexit, for which recover returns nil and
+		// which goes on after this.
 		if r := recover(); r != nil {
 			t.logError("hashedwheel: task executor panicked",
 				"timeout", to, "panic", r, "stack", string(debug.Stack()))
-			if token.take() {
-				t.endRun(to, p) // it never started
-			}
+		} else {
+			t.logError("hashedwheel: task executor called runtime.Goexit", "timeout", to)
+		}
+		if token.take() {
+			t.endRun(to, p) // it never started
 		}
 	}()
 	t.conf.taskExecutor(fn)
+	normalReturn = true
 }
 
 // execRun is a one-shot run handed to a WithTaskExecutor executor: made for

@@ -3,6 +3,7 @@ package hashedwheel_test
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,5 +276,33 @@ func TestTaskExecutorThatCallsATaskTwiceRunsItOnce(t *testing.T) {
 			assert.Equal(t, int32(1), runs[i].Load(), "runs of task %d", i)
 		}
 		assert.NotContains(t, logs.String(), "panicked")
+	})
+}
+
+// TestGuarantee2ExecutorThatCallsGoexitDoesNotStrandTheTimeout: an executor
+// that ends its goroutine by runtime.Goexit before calling the task has
+// dropped the run, as one that panics: the Timeout may be scheduled again,
+// and runs.
+func TestGuarantee2ExecutorThatCallsGoexitDoesNotStrandTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := newLogger()
+		var calls atomic.Int32
+		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(task func()) {
+			if calls.Add(1) == 1 {
+				runtime.Goexit()
+			}
+			task()
+		}))
+		var s session
+		var ran atomic.Int32
+		task := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
+		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		require.Contains(t, logs.String(), "Goexit")
+		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, int32(1), ran.Load(), "the Timeout scheduled again after its executor's Goexit did not run")
 	})
 }

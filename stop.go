@@ -61,28 +61,48 @@ func (t *Timer) Stop() []*Timeout {
 }
 
 // shutdown is the clean-up of a stopped Timer, by its worker as it exits,
-// or by the goroutine that holds an owned Timer's advancing: every state
-// change first, and no user code, so that it runs once whatever the user's
-// code does; it returns the Cancelled calls owed, for the caller to make
-// after (see makeCalls). It cancels what is pending first, so that deadline
-// contexts fall back to the runtime's timers at once rather than when the
-// pool is done. One-shot tasks already handed to the pool are expired: they
-// run before Stop returns; periodic runs handed to it, or to an executor,
-// that have not started never do (Stop takes their tokens); what tasks (or
-// any goroutine) push meanwhile is taken as it comes. Then the queues
-// close, and later pushes fail.
-func (t *Timer) shutdown() []*Timeout {
+// or by the goroutine that holds an owned Timer's advancing. It cancels what
+// is pending first, so that deadline contexts fall back to the runtime's
+// timers at once rather than when the pool is done. One-shot tasks already
+// handed to the pool are expired: they run before Stop returns; periodic
+// runs handed to it, or to an executor, that have not started never do
+// (Stop takes their tokens); what tasks (or any goroutine) push meanwhile is
+// taken as it comes. Then the queues close, and later pushes fail.
+//
+// It goes in phases (the collection, the wait for the pool, the closing of
+// the queues), each making its state changes before any user code runs:
+// the Cancelled calls each phase owes are made after it (see flushCalls),
+// and those owed during the wait for the pool as they come, as a pooled task
+// may wait for one. A Cancelled call that calls runtime.Goexit ends the
+// worker's goroutine; its next goroutine resumes the clean-up at the phase
+// after the one done (the rest of the calls are made as the goroutine
+// exits, see makeCalls), so no phase runs twice.
+func (t *Timer) shutdown() {
 	t.wheel.stopping = true
-	t.collectUnprocessed()
+	if !t.wheel.collected {
+		t.collectUnprocessed()
+		t.wheel.collected = true
+		t.flushCalls()
+	}
 	if t.conf.pool != nil {
 		t.waitForPool()
 	}
 	t.closeQueues()
 	t.publishStats()
 	t.wheel.shutDown = true
+	t.flushCalls()
+}
+
+// flushCalls makes, on the worker, the Cancelled calls the clean-up owes so
+// far. An owned Timer's are made by the owner once it has let go of
+// advancing (see releaseOwner).
+func (t *Timer) flushCalls() {
+	if t.conf.owned || len(t.wheel.calls) == 0 {
+		return
+	}
 	calls := t.wheel.calls
 	t.wheel.calls = nil
-	return calls
+	t.makeCalls(calls)
 }
 
 // collectUnprocessed cancels every timeout still pending, in the buckets,
@@ -157,6 +177,7 @@ func (t *Timer) waitForPool() {
 		explorePoint("retry load")
 		t.wake.sleeping.Store(true)
 		t.takeForStop()
+		t.flushCalls()
 		if exploring {
 			// The interleaving explorer plays the pool's goroutines on
 			// goroutines of its own, which it schedules only at

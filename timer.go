@@ -225,9 +225,10 @@ type wheel struct {
 	// calls are the Timeouts whose Cancelled call the clean-up owes.
 	calls []*Timeout
 
-	// shutDown records that the clean-up of a stopped Timer is done: its
-	// pending timeouts cancelled, its queues closed. It is done once.
-	shutDown bool
+	// collected records that the clean-up has cancelled what was pending
+	// (see shutdown), and shutDown that it is done: its pending timeouts
+	// cancelled, its queues closed. Each phase is done once.
+	collected, shutDown bool
 }
 
 // ownerState is what an owned Timer (made WithoutWorker) keeps for its

@@ -19,8 +19,8 @@ func (t *Timer) run() {
 		if !exited && !t.wheel.shutDown {
 			// A task or a Cancelled call ran runtime.Goexit (t.FailNow in
 			// a test callback does), which recover cannot stop. The wheel
-			// is intact and the tick unfinished: carry on in a new
-			// goroutine, which processes the rest of this tick with what is
+			// is intact and the tick unfinished (or the clean-up, which
+			// resumes at its next phase): carry on in a new goroutine, which processes the rest of this tick with what is
 			// left of its transfer budget. If it was a task, the walk of
 			// the tick's bucket was cut short and had not rebuilt its
 			// minDue: mark the bucket due (harmless otherwise).
@@ -28,8 +28,8 @@ func (t *Timer) run() {
 			go t.run()
 			return
 		}
-		// Exited, or a Cancelled call that Stop's clean-up made called
-		// runtime.Goexit, and makeCalls made the rest as it unwound.
+		// Exited, or a Cancelled call that Stop's clean-up made at its end
+		// called runtime.Goexit, and makeCalls made the rest as it unwound.
 		close(t.life.done)
 	}()
 	t.life.workerID.Store(goroutineID())
@@ -54,7 +54,7 @@ func (t *Timer) run() {
 		t.publishStats()
 		t.advanceTo(t.wheel.tick + 1)
 	}
-	t.makeCalls(t.shutdown())
+	t.shutdown()
 	exited = true
 }
 
