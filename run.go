@@ -266,37 +266,33 @@ func (r *execRun) run() {
 // runtime.Goexit (t.FailNow in a test does one) cannot be stopped: callUser
 // logs it and lets it go on, through the deferred ends of its callers (the
 // run's end, the rest of Stop's Cancelled calls, the replacement of a
-// worker or pool goroutine). The two are told apart as
-// golang.org/x/sync/singleflight does: recover returns nil in a Goexit, and
-// only a return sets normalReturn.
+// worker or pool goroutine). It tells the two apart as
+// golang.org/x/sync/singleflight does: only a return sets normalReturn, and
+// recover returns nil in a Goexit (since Go 1.21, panic(nil) panics with a
+// *runtime.PanicNilError, which recover returns).
 func (t *Timer) callUser(to *Timeout, task TimerTask, cancelled bool) {
-	what := "task"
-	if cancelled {
-		what = "Cancelled"
-	}
-	normalReturn, recovered := false, false
+	normalReturn := false
 	defer func() {
-		if !normalReturn && !recovered {
+		if normalReturn {
+			return
+		}
+		what := "task"
+		if cancelled {
+			what = "Cancelled"
+		}
+		if r := recover(); r != nil {
+			t.logError("hashedwheel: "+what+" panicked",
+				"timeout", to, "panic", r, "stack", string(debug.Stack()))
+		} else {
 			t.logError("hashedwheel: a " + what + " called runtime.Goexit")
 		}
 	}()
-	func() {
-		defer func() {
-			if !normalReturn {
-				if r := recover(); r != nil {
-					recovered = true
-					t.logError("hashedwheel: "+what+" panicked",
-						"timeout", to, "panic", r, "stack", string(debug.Stack()))
-				}
-			}
-		}()
-		if cancelled {
-			userTask(task).(CancelledTask).Cancelled(to)
-		} else {
-			task.Run(to)
-		}
-		normalReturn = true
-	}()
+	if cancelled {
+		userTask(task).(CancelledTask).Cancelled(to)
+	} else {
+		task.Run(to)
+	}
+	normalReturn = true
 }
 
 // logError logs through the timer's logger. A logger that panics must not
