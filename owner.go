@@ -162,13 +162,16 @@ func (t *Timer) NextDeadline() (time.Time, bool) {
 		t.publishStats() // the cancels it took in count at once
 	}
 	at := t.own.nextDueAt
+	// Loaded before the queues are looked at: a run hands its Timeout back
+	// (pushes it) before it stops counting (executorRunReturned), so a
+	// run not counted here has pushed already, and the look below sees it.
+	runsOut := t.own.runsOut.Load() > 0
 	if !t.nothingToTakeIn() {
 		// A Cancelled call made as it took them in scheduled more, or a
 		// run returned meanwhile: the next Advance takes that in, and is
 		// due at once.
 		at = min(at, t.own.lastNow)
 	}
-	runsOut := t.own.runsOut.Load() > 0
 	if at < math.MaxInt64 && !runsOut {
 		return t.life.startTime.Add(time.Duration(at)), true // the common case
 	}
