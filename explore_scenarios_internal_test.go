@@ -45,6 +45,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // exTick is the tick of the explored Timers: long enough that the real time a
@@ -69,6 +70,10 @@ type exArm struct {
 	// mayEndAside: a run of an earlier arm returned after the arm's Timer
 	// had stopped, which then cancels the arm out of Stop's reach.
 	mayEndAside bool
+
+	// periodicRun, for a periodic arm, is the closure of its periodicExec's
+	// run, which the executor gets (see armOfRun).
+	periodicRun unsafe.Pointer
 
 	// onCancelled, if set, runs inside the Cancelled call; onRun inside
 	// each run.
@@ -121,7 +126,7 @@ func exTaskOf(to *Timeout) TimerTask { return userTask(to.task) }
 
 // exDeadlineOf is Timeout.Deadline, read as exTaskOf reads the task.
 func exDeadlineOf(to *Timeout) time.Time {
-	return to.timer.Load().life.startTime.Add(time.Duration(to.deadline))
+	return to.timer.v.Load().life.startTime.Add(time.Duration(to.deadline.v.Load()))
 }
 
 // exArmOf returns the arm whose task is task.
@@ -149,27 +154,40 @@ type exWorld struct {
 	to      *Timeout
 
 	// pool: tm's runs go to its pool, which opPool plays (see newPooledTimer);
-	// poolRunning counts the pool runs in progress.
-	pool        bool
-	poolRunning int
+	// poolRunning counts the pool runs in progress: started, and not yet
+	// handed their Timeout back (see afterStep); a run goes on through a
+	// few more points after that.
+	pool           bool
+	poolRunning    int
+	poolHandedBack bool // the run in progress on the pool has handed its Timeout back
 
 	now     map[*Timer]int64 // the owner's latest now given to Advance, since the Timer's start
 	arms    []*exArm
 	out     []exRun // runs handed out that have not returned
 	results []string
 
-	cancelTrue int           // Cancel calls that returned true
-	stops      [][]*Timeout  // what each Stop returned
-	failures   []string      // found as it went: a run before its deadline, say
-	stopOps    map[int]bool  // the operations that are a Stop
-	schedErrs  map[int]error // what each Schedule operation returned
+	cancelTrue int          // Cancel calls that returned true
+	stops      [][]*Timeout // what each Stop returned
+	failures   []string     // found as it went: a run before its deadline, say
+	stopOps    map[int]bool // the operations that are a Stop
+	cancelOps  map[int]bool // the operations that are a Cancel
+
+	// cancelledBy is the arm each Cancel operation cancelled, and
+	// lastPhase the Timeout's phase after the latest step (see afterStep).
+	cancelledBy map[int]*exArm
+	lastPhase   state
+
+	// cancelledTrue are the Cancel operations that returned true.
+	cancelledTrue []int
+	schedErrs     map[int]error // what each Schedule operation returned
 }
 
 var exDiscard = slog.New(slog.DiscardHandler)
 
 func newExWorld(ops int, pool bool) *exWorld {
 	w := &exWorld{to: &Timeout{}, now: map[*Timer]int64{}, results: make([]string, ops),
-		stopOps: map[int]bool{}, schedErrs: map[int]error{}, pool: pool}
+		stopOps: map[int]bool{}, schedErrs: map[int]error{}, pool: pool,
+		cancelOps: map[int]bool{}, cancelledBy: map[int]*exArm{}}
 	w.tm = w.newTimer()
 	if pool {
 		w.tm = w.newPooledTimer()
@@ -177,6 +195,30 @@ func newExWorld(ops int, pool bool) *exWorld {
 	w.tm2 = w.newTimer()
 	return w
 }
+
+// afterStep runs after each step of a schedule (see runSchedule). It
+// records which arm a Cancel operation cancelled (the Timeout's arm when a
+// step of that operation moved it to cancelled, unlocked), and when the
+// run in progress on the pool handed its Timeout back.
+func (w *exWorld) afterStep(c int) {
+	s := state(w.to.state.v.Load())
+	phase := s.phase()
+	if s&stLocked != 0 {
+		return // mid-section: its end decides
+	}
+	if w.poolRunning > 0 && !w.poolHandedBack && s.held() != heldRun && s.held() != heldPeriodicRun {
+		// The pool's run handed its Timeout back: it is no longer out.
+		w.poolRunning--
+		w.poolHandedBack = true
+	}
+	if phase == stCancelled && w.lastPhase != stCancelled && w.cancelOps[c] {
+		w.cancelledBy[c] = exArmOf(exTaskOf(w.to))
+	}
+	w.lastPhase = phase
+}
+
+// exIsStopped is Timer.isStopped without a point: a check, not a step.
+func exIsStopped(tm *Timer) bool { return tm.life.state.v.Load() == stateShutdown }
 
 // newPooledTimer returns an owned Timer whose tasks go to a WithTaskWorkers
 // pool of one goroutine that opPool plays: the pool is made as NewTimer
@@ -211,8 +253,11 @@ func (w *exWorld) poolRun() bool {
 		a.handedOut++
 	}
 	w.poolRunning++
+	w.poolHandedBack = false
 	w.tm.runTimeout(r.to, r.task)
-	w.poolRunning--
+	if !w.poolHandedBack {
+		w.poolRunning--
+	}
 	return true
 }
 
@@ -221,10 +266,11 @@ func (w *exWorld) poolQueued() int {
 	if !w.pool {
 		return 0
 	}
-	p := w.tm.conf.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.n
+	// Read without the lock: a check, not a step, so no point, and the
+	// pool's goroutine (opPool) may be parked holding it. The explored
+	// goroutines run one at a time, handed over through channels, so no
+	// write is half made.
+	return w.tm.conf.pool.n
 }
 
 // runOutOf describes a run of to that has not returned, or returns "".
@@ -274,24 +320,57 @@ func (w *exWorld) failf(format string, args ...any) {
 }
 
 // handOut is the executor: it keeps the run until it is made to return, and
-// checks it is not early. Nothing else runs between the expiry and this
-// call, so the Timeout's task and deadline are still those of the arm.
+// checks it is not early. It finds the run's arm from fn (see exArmOfRun):
+// the wheel's steps between the expiry and this call (counting the run in
+// Stats, say) are points, at which another goroutine may arm the Timeout
+// again.
 func (w *exWorld) handOut(tm *Timer, fn func()) {
-	a := exArmOf(exTaskOf(w.to))
+	a, sameArm := w.armOfRun(fn)
 	if a == nil {
-		w.failf("%s handed out a run whose task is not an arm's: %v", w.timerName(tm), exTaskOf(w.to))
+		w.failf("%s handed out a run whose task is not an arm's", w.timerName(tm))
 		return
 	}
 	a.handedOut++
 	if a.timer != tm {
 		w.failf("arm %s of %s was handed out by %s", a.name, w.timerName(a.timer), w.timerName(tm))
 	}
+	// The Timeout's deadline is the arm's while the Timeout is still on
+	// that arm (a Reset of an expired one-shot arm fails).
 	now := tm.life.startTime.Add(time.Duration(w.now[tm]))
-	if d := exDeadlineOf(w.to); d.After(now) {
+	if d := exDeadlineOf(w.to); sameArm && d.After(now) {
 		w.failf("arm %s ran early: handed out at %v, before its Deadline %v (times since the start of %s)",
 			a.name, now.Sub(tm.life.startTime), d.Sub(tm.life.startTime), w.timerName(tm))
 	}
 	w.out = append(w.out, exRun{arm: a, fn: fn})
+}
+
+// exFuncPtr returns the closure a func value points to: two func values
+// made by one method value, or copied from one, point to the same.
+func exFuncPtr(fn func()) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&fn)) }
+
+// armOfRun returns the arm whose run fn is, a func handed to the executor,
+// and whether the Timeout is still on that arm. A periodic arm's fn is its
+// periodicExec's run (see exArm.periodicRun); a one-shot arm's is the
+// method value r.run of an *execRun r, a closure of gc's layout {code, r},
+// which r.fn points to too (checked), and r.task is the arm's task until
+// the run starts.
+func (w *exWorld) armOfRun(fn func()) (*exArm, bool) {
+	cur := exArmOf(exTaskOf(w.to))
+	for _, a := range w.arms {
+		if a.periodicRun != nil && a.periodicRun == exFuncPtr(fn) {
+			return a, a == cur
+		}
+	}
+	r := (*struct {
+		code uintptr
+		r    *execRun
+	})(exFuncPtr(fn)).r
+	if r == nil || exFuncPtr(r.fn) != exFuncPtr(fn) {
+		w.failf("the executor got a func that is neither a periodic arm's run nor an execRun's")
+		return nil, false
+	}
+	a := exArmOf(userTask(r.task))
+	return a, a != nil && a == cur
 }
 
 // newArm makes an arm on tm; it counts once a Schedule with its task has
@@ -339,7 +418,7 @@ func (w *exWorld) returnRun() bool {
 	r := w.out[0]
 	w.out = w.out[1:]
 	r.fn()
-	if a := exArmOf(exTaskOf(w.to)); a != nil && a != r.arm && a.timer.isStopped() {
+	if a := exArmOf(exTaskOf(w.to)); a != nil && a != r.arm && exIsStopped(a.timer) {
 		a.mayEndAside = true
 	}
 	return true
@@ -357,15 +436,16 @@ type exOp struct {
 }
 
 var (
-	opCancel = exOp{key: "cancel", name: "Cancel", run: func(w *exWorld, _ int) string {
+	opCancel = exOp{key: "cancel", name: "Cancel", run: func(w *exWorld, i int) string {
+		w.cancelOps[i] = true
 		ok := w.to.Cancel()
 		if ok {
-			// Nothing ran since Cancel cancelled the arm: no point
-			// comes after its last write.
+			// The arm it cancelled is the one its step cancelled, which
+			// afterStep records (finish counts it): after that step come
+			// points (the pending count, the wake-up) at which a
+			// Schedule may arm the Timeout again.
 			w.cancelTrue++
-			if a := exArmOf(exTaskOf(w.to)); a != nil {
-				a.cancels++
-			}
+			w.cancelledTrue = append(w.cancelledTrue, i)
 		}
 		return fmt.Sprint(ok)
 	}}
@@ -515,6 +595,13 @@ func exState(word uint32) string {
 // wrong. The operations have all returned.
 func (w *exWorld) finish() []string {
 	timers := []*Timer{w.tm, w.tm2}
+	for _, i := range w.cancelledTrue {
+		if a := w.cancelledBy[i]; a != nil {
+			a.cancels++
+		} else {
+			w.failf("Cancel (T%d) returned true, but none of its steps cancelled an arm", i)
+		}
+	}
 	// The runs still out return: until then their Timer cannot take in what
 	// concerns the Timeout.
 	for w.returnRun() {
@@ -528,7 +615,7 @@ func (w *exWorld) finish() []string {
 		if a.cancels == 1 && !isSilent(a) && a.calls != 1 {
 			w.failf("Cancel returned true for arm %s, but %d Cancelled call(s) had come by the take-in after "+
 				"the operations (NextDeadline): a cancel was not taken in; the Timeout's state is %s",
-				a.name, a.calls, exState(w.to.state.Load()))
+				a.name, a.calls, exState(w.to.state.v.Load()))
 		}
 	}
 	// Far enough for everything pending to run; the runs return, and may
@@ -669,7 +756,7 @@ func (w *exWorld) finish() []string {
 	// arms it at once.
 	if err := w.schedule("free", w.newTimer(), 1, true); errIsPending(err) {
 		w.failf("every Timer has stopped, but Schedule on a new Timer fails: %v (state %s)",
-			err, exState(w.to.state.Load()))
+			err, exState(w.to.state.v.Load()))
 	}
 	return w.failures
 }
@@ -728,6 +815,7 @@ func explore(t *testing.T, sc exScenario) {
 	one := func(choose exChooser) (*exWorld, *exResult, []string) {
 		w := newExWorld(len(sc.ops), sc.pool)
 		sc.setup.run(t, w)
+		w.lastPhase = state(w.to.state.v.Load()).phase()
 		bodies := make([]func(), len(sc.ops))
 		goexits := make([]bool, len(sc.ops))
 		for i, op := range sc.ops {
@@ -735,7 +823,7 @@ func explore(t *testing.T, sc exScenario) {
 			bodies[i] = func() { w.results[i] = op.run(w, i) }
 			goexits[i] = op.goexits
 		}
-		res := runSchedule(names, bodies, choose, opts.maxSteps, goexits...)
+		res := runSchedule(names, bodies, choose, opts.maxSteps, w.afterStep, goexits...)
 		if res.err != "" {
 			return w, res, []string{res.err}
 		}

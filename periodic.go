@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 )
 
@@ -30,7 +29,7 @@ type periodicExec struct {
 	// handedOut is set by the worker as it gives run to the executor, and
 	// cleared by whoever takes the run: run itself as it starts, or the
 	// worker if the executor panicked without starting it. Atomic.
-	handedOut atomic.Bool
+	handedOut atomicBool
 }
 
 func (p *periodicTask) Run(to *Timeout) { p.task.Run(to) }
@@ -137,7 +136,7 @@ func (t *Timer) startPeriodic(to *Timeout, p *periodicTask) bool {
 	s := to.lock()
 	start := s.phase() == stPending && s.held() == heldPeriodicRun && !t.isStopped()
 	if start {
-		atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
+		to.deadline.Store(skipBehind(to.deadline.Load(), p.period, now))
 	}
 	to.unlock(s)
 	return start
@@ -172,8 +171,8 @@ func (t *Timer) handBack(to *Timeout, p *periodicTask) int64 {
 		t.letGo(to, s, false)
 		return now
 	}
-	next := skipBehind(nextPeriod(to.deadline, p.period), p.period, now)
-	atomic.StoreInt64(&to.deadline, next)
+	next := skipBehind(nextPeriod(to.deadline.Load(), p.period), p.period, now)
+	to.deadline.Store(next)
 	// The push succeeds: a stopping worker closes the queues only after it
 	// has taken every run off its list.
 	if !t.shardFor(to).timeouts.push(to) {
