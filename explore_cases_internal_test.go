@@ -511,3 +511,73 @@ func TestExploreOwnerLoopWithARunOut(t *testing.T) {
 			opts: exploreOpts{bound: 2, maxRuns: 5000, random: 500}, handOffs: exRunOutAtNextDeadline})
 	})
 }
+
+// setupEndedInline: in the inline world, setupEnded: the run ran on the
+// owner's goroutine, inside the set-up's Advance, and returned.
+var setupEndedInline = exSetup{"ended", "ran on the owner's goroutine, and returned: no Timer holds it",
+	func(tb testing.TB, w *exWorld) {
+		if err := w.schedule("a0", w.tm, 0, true); err != nil {
+			tb.Fatal(err)
+		}
+		if n, err := w.advance(w.tm, 1); n != 1 || err != nil {
+			tb.Fatalf("set-up ended: Advance = %d, %v", n, err)
+		}
+		exMust(tb, w, stExpired, heldNowhere, 0, "ended")
+	}}
+
+// TestExploreOwnerTakeInRacingScheduleAndCancel: on Timers made
+// WithoutWorker with no executor (the inline world: a task runs on the
+// goroutine that calls Advance), a Cancel, a Schedule or a Reset races the
+// owner's take-in (NextDeadline), its Advance, or its loop of both, from
+// every set-up state that needs no run out. Every step of the owner's
+// take-in is a point now: the advancing token, the queues' producerTop and
+// pending counts, the published counters, beside the Timeout's state word.
+func TestExploreOwnerTakeInRacingScheduleAndCancel(t *testing.T) {
+	setups := []exSetup{setupNew, setupLinked, setupQueued, setupCancelledLinked, setupCancelledNew, setupEndedInline}
+	for _, setup := range setups {
+		t.Run(setup.name, func(t *testing.T) {
+			for _, a := range []exOp{opCancel, opScheduleSame, opResetEarlier} {
+				for _, b := range []exOp{opTakeIn, opExpire, opOwnerLoop} {
+					t.Run(a.key+"+"+b.key, func(t *testing.T) {
+						explore(t, exScenario{setup: setup, ops: []exOp{a, b}, inline: true,
+							opts: exploreOpts{bound: 2, maxRuns: 3000, random: 100}})
+					})
+				}
+			}
+		})
+	}
+	t.Run("linked/cancel+scheduleSame+expire", func(t *testing.T) {
+		explore(t, exScenario{setup: setupLinked, ops: []exOp{opCancel, opScheduleSame, opExpire}, inline: true,
+			opts: exploreOpts{bound: 1, random: 300}})
+	})
+	t.Run("ended/scheduleSame+cancel+takeIn", func(t *testing.T) {
+		explore(t, exScenario{setup: setupEndedInline, ops: []exOp{opScheduleSame, opCancel, opTakeIn}, inline: true,
+			opts: exploreOpts{bound: 1, random: 300}})
+	})
+}
+
+// TestExploreStopAsAPooledPeriodicRunReturns: Stop racing the pool's
+// goroutine as it runs a periodic Timeout's run queued there and the run
+// returns (hands the Timeout back), with nothing else going on: Stop
+// returns the Timeout, or the run's return ends it aside, once.
+func TestExploreStopAsAPooledPeriodicRunReturns(t *testing.T) {
+	for _, setup := range []exSetup{setupPeriodicPooled, setupPeriodicPooledNotify} {
+		t.Run(setup.name, func(t *testing.T) {
+			explore(t, exScenario{setup: setup, ops: []exOp{opStop, opPool},
+				opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}, pool: true})
+		})
+	}
+}
+
+// TestExploreGoexitInACancelledCallDuringStopOwnedAlone: as
+// TestExploreGoexitInACancelledCallDuringStop, on Timers with no executor
+// (the inline world), and with the cancelled Timeout in a queue of new
+// timeouts as well as in a bucket.
+func TestExploreGoexitInACancelledCallDuringStopOwnedAlone(t *testing.T) {
+	for _, setup := range []exSetup{setupCancelledLinked, setupCancelledNew} {
+		t.Run(setup.name, func(t *testing.T) {
+			explore(t, exScenario{setup: exGoexitOnCancelled(setup), ops: []exOp{opStopGoexits, opScheduleOther},
+				inline: true, opts: exploreOpts{bound: 2, maxRuns: 4000, random: 300}})
+		})
+	}
+}

@@ -81,8 +81,18 @@ type exArm struct {
 	onRun       func(to *Timeout)
 }
 
-// ran records a run of the arm.
+// ran records a run of the arm. In the inline world, where no executor
+// sees the hand-out, it counts as one and checks the run is not early, as
+// handOut does.
 func (a *exArm) ran(to *Timeout) {
+	if w := a.w; w.inline {
+		a.handedOut++
+		now := a.timer.life.startTime.Add(time.Duration(w.now[a.timer]))
+		if d := exDeadlineOf(w.to); exArmOf(exTaskOf(w.to)) == a && d.After(now) {
+			w.failf("arm %s ran early: at %v, before its Deadline %v (times since the start of %s)",
+				a.name, now.Sub(a.timer.life.startTime), d.Sub(a.timer.life.startTime), w.timerName(a.timer))
+		}
+	}
 	a.runs++
 	if a.onRun != nil {
 		a.onRun(to)
@@ -161,6 +171,11 @@ type exWorld struct {
 	poolRunning    int
 	poolHandedBack bool // the run in progress on the pool has handed its Timeout back
 
+	// inline: the Timers have no executor, and their tasks run on the
+	// goroutine that calls Advance (or NextDeadline), as an owned Timer's
+	// do by default.
+	inline bool
+
 	now     map[*Timer]int64 // the owner's latest now given to Advance, since the Timer's start
 	arms    []*exArm
 	out     []exRun // runs handed out that have not returned
@@ -184,9 +199,9 @@ type exWorld struct {
 
 var exDiscard = slog.New(slog.DiscardHandler)
 
-func newExWorld(ops int, pool bool) *exWorld {
+func newExWorld(ops int, pool, inline bool) *exWorld {
 	w := &exWorld{to: &Timeout{}, now: map[*Timer]int64{}, results: make([]string, ops),
-		stopOps: map[int]bool{}, schedErrs: map[int]error{}, pool: pool,
+		stopOps: map[int]bool{}, schedErrs: map[int]error{}, pool: pool, inline: inline,
 		cancelOps: map[int]bool{}, cancelledBy: map[int]*exArm{}}
 	w.tm = w.newTimer()
 	if pool {
@@ -296,6 +311,13 @@ func (w *exWorld) runOutElsewhere(tm *Timer) string {
 }
 
 func (w *exWorld) newTimer() *Timer {
+	if w.inline {
+		tm, err := NewTimer(WithoutWorker(), WithTickDuration(exTick), WithTicksPerWheel(8), WithLogger(exDiscard))
+		if err != nil {
+			panic(err)
+		}
+		return tm
+	}
 	var tm *Timer
 	tm, err := NewTimer(WithoutWorker(), WithTickDuration(exTick), WithTicksPerWheel(8),
 		WithLogger(exDiscard), WithTaskExecutor(func(fn func()) { w.handOut(tm, fn) }))
@@ -783,6 +805,8 @@ type exScenario struct {
 	handOffs string
 	// pool: the scenario runs in the pool world (see newPooledTimer).
 	pool bool
+	// inline: the scenario runs in the inline world (see exWorld.inline).
+	inline bool
 }
 
 func (sc exScenario) String() string {
@@ -813,7 +837,7 @@ func explore(t *testing.T, sc exScenario) {
 		names[i] = op.name
 	}
 	one := func(choose exChooser) (*exWorld, *exResult, []string) {
-		w := newExWorld(len(sc.ops), sc.pool)
+		w := newExWorld(len(sc.ops), sc.pool, sc.inline)
 		sc.setup.run(t, w)
 		w.lastPhase = state(w.to.state.v.Load()).phase()
 		bodies := make([]func(), len(sc.ops))
