@@ -46,7 +46,7 @@ func (t *Timer) assertNothingDue(idx int64) {
 	b := &t.wheel.buckets[idx]
 	for to := b.head; to != nil; to = to.bucketNext {
 		s := to.lock()
-		d := to.deadline
+		d := to.deadline.Load()
 		to.unlock(s)
 		if s.phase() != stPending || s.held() != heldBucket {
 			continue
@@ -75,5 +75,5 @@ func assertFoundIn(to *Timeout, s state, list string, held ...state) {
 // describeLocked describes to for an invariant's panic, by its caller that
 // holds its lock (String would take it again).
 func (to *Timeout) describeLocked() string {
-	return fmt.Sprintf("Timeout %p (deadline %d ns since its Timer's start, task %T)", to, to.deadline, to.task)
+	return fmt.Sprintf("Timeout %p (deadline %d ns since its Timer's start, task %T)", to, to.deadline.Load(), to.task)
 }

@@ -3,8 +3,6 @@ package hashedwheel
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -148,18 +146,18 @@ type deadlineCtx struct {
 	// mu guards the store to done and ext's fields. ext and the done state
 	// are written only under it too (or before the context is returned);
 	// readers load them without it.
-	mu sync.Mutex
+	mu mutex
 
 	// done is the Done channel, nil until Done is first called, then stored
 	// once, under mu: a chan struct{} that finish closes, or closedChan if
 	// the context was done already; or, for a context linked to a
 	// cancellable parent, a *parentLink. Any goroutine reads it.
-	done atomic.Value
+	done atomicValue
 
 	// ext is nil while the context is pending and needs nothing more; then
 	// its ctxExt for life, or one of doneExts. Any goroutine reads it; it is
 	// set once from nil, under mu or before the context is returned.
-	ext atomic.Pointer[ctxExt]
+	ext atomicPointer[ctxExt]
 }
 
 // ctxExt is the part of a deadlineCtx that only some contexts need. Its
@@ -168,7 +166,7 @@ type ctxExt struct {
 	// state is ctxPending or a done state, with the flags. Any goroutine
 	// reads it; the done state is set once, under the context's mu, and the
 	// flags before the context is returned.
-	state atomic.Int32
+	state atomicInt32
 
 	// deadline is the context's deadline if state has ctxHasDeadline, else
 	// unused: the deadline is the timeout's. Immutable.

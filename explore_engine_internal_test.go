@@ -23,7 +23,7 @@ func exDFSCount(t *testing.T, bound int, bodies func() []func()) (int, string) {
 		for i := range names {
 			names[i] = "g"
 		}
-		res := runSchedule(names, b, choose, 1_000)
+		res := runSchedule(names, b, choose, 1_000, nil)
 		if res.err != "" {
 			failure = res.err
 			return true, ""
@@ -73,7 +73,7 @@ func TestExploreEngineFindsALostUpdate(t *testing.T) {
 			explorePoint("counter store")
 			counter.Store(n + 1)
 		}
-		if res := runSchedule([]string{"a", "b"}, []func(){add, add}, choose, 100); res.err != "" {
+		if res := runSchedule([]string{"a", "b"}, []func(){add, add}, choose, 100, nil); res.err != "" {
 			t.Fatal(res.err)
 		}
 		if counter.Load() != 2 {
@@ -110,7 +110,7 @@ func TestExploreEngineLockWaits(t *testing.T) {
 			explorePoint("unlock store")
 			lock.Store(0)
 		}
-		if res := runSchedule([]string{"a", "b"}, []func(){add, add}, choose, 100); res.err != "" {
+		if res := runSchedule([]string{"a", "b"}, []func(){add, add}, choose, 100, nil); res.err != "" {
 			t.Fatal(res.err)
 		}
 		if counter.Load() != 2 {

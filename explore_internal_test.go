@@ -2,24 +2,43 @@
 
 package hashedwheel
 
-// An interleaving explorer for a Timeout's state word, in the manner of
+// An interleaving explorer for a Timeout and its Timers, in the manner of
 // tokio's loom and of CHESS: it runs a few operations (Cancel, Reset,
 // Schedule, the owner's Advance, Stop, a run returning, the pool's
-// goroutine...) each on a goroutine of its own, but
-// one goroutine at a time. The core calls explorePoint just before every
-// atomic access to a Timeout's state word; there the running goroutine parks
-// and the explorer chooses which goroutine goes on. So an interleaving is a
-// sequence of choices, one per step (what a goroutine does from one point to
-// its next), and every interleaving can be replayed exactly.
+// goroutine...) each on a goroutine of its own, but one goroutine at a
+// time. As loom replaces std's atomics, the library synchronizes only
+// through types of its own (atomics_on.go): every atomic Load, Store, Swap,
+// CompareAndSwap, Add, And or Or, and every Lock and Unlock of a mutex, of
+// the Timeout's state word, the queues, the counts, the owner's token, the
+// lifecycle, the worker's wake-up flags and the rest, calls explorePoint
+// just before it acts (TestLibraryUsesOwnAtomics keeps it so). There the
+// running goroutine parks and the explorer chooses which goroutine goes on.
+// So an interleaving is a sequence of choices, one per step (what a
+// goroutine does from one point to its next), and every interleaving can be
+// replayed exactly. The one atomic it does not see is a cache of the real
+// clock's reading (atomicClockInt64), which orders nothing and which the
+// explorer could not replay.
 //
 // It explores in two ways: every schedule with at most a few preemptions (a
 // switch away from a goroutine that could have gone on), depth first, as
-// CHESS does; and thousands of random schedules with a few preemptions at
-// random steps (PCT: random priorities, lowered at random steps), each from
-// a seed it prints. A goroutine that reports "spin" or "lock-wait" (it waits
-// for another's lock) is not chosen again until another goroutine has taken
-// a step that may write the state word (see exReads); if every goroutine left
-// waits, that is a deadlock.
+// CHESS does, up to a cap of schedules; and hundreds of random schedules
+// with a few preemptions at random steps (PCT: random priorities, lowered at
+// random steps), each from a seed it prints. Every scenario says its bound,
+// cap and number of random schedules (exploreOpts). With a point at every
+// synchronizing operation a schedule takes fifty to a hundred and fifty
+// steps, and the schedules within two preemptions grow with the square of
+// the steps: the pairs search to bound two; the triples to bound one (two
+// for those known to fail on the old core); the hand-off cases to bound two
+// or three, capped at a few thousand schedules (the search goes back from
+// the latest steps first); deeper preemptions are left to the random
+// schedules. CI's run of them all takes three to four minutes on 2 cores.
+//
+// A point named "... load" only reads; "lock-wait" (a lock found held: the
+// package's mutex, or a Timeout's lock) and "spin" (a wait for another
+// goroutine) wait: such a goroutine is not chosen again until another
+// goroutine has taken a step that may write (see exReads); if every
+// goroutine left waits, that is a deadlock. A loop that reads several
+// things before it spins marks its start with "retry load".
 //
 // Built only with the tag hashedwheel_explore:
 //
@@ -62,20 +81,23 @@ var (
 const exDefaultSeed = 0x5eed_0f_7ee1
 
 // exStepTimeout is how long the explorer waits for a goroutine to reach its
-// next point: one that takes longer blocks on something else than a
-// Timeout's state (a channel, a lock), which the explorer cannot schedule.
+// next point: one that takes longer blocks on something the explorer cannot
+// schedule (a channel, say: the library's atomics and mutexes are points).
 const exStepTimeout = 10 * time.Second
 
 // exWaits reports whether what, the point a goroutine parks at, says it
-// cannot progress until another goroutine changes the state word.
+// cannot progress until another goroutine writes what it waits on (a lock,
+// a state word, a queue).
 func exWaits(what string) bool { return what == "lock-wait" || what == "spin" }
 
-// exReads reports whether the step from point what only reads the state
-// word: what is a Load ("... load"), or a wait, which does nothing but go
-// back to its loop's Load. A loop that reads more than one thing before it
-// spins (several queues, say) marks its start with a "retry load": its spin
-// then waits only if no other goroutine wrote since that start. Any other step may write it (the explorer cannot
-// see inside a step, so a name it does not know counts as a write). A
+// exReads reports whether the step from point what only reads: what is a
+// Load ("atomic load", or any name that ends in " load"), or a wait, which
+// does nothing but go back to its loop's first point. A loop that reads more
+// than one thing before it spins (several queues, say) marks its start with
+// a "retry load": its spin then waits only if no other goroutine wrote since
+// that start. Any other step may write (the explorer cannot see inside a
+// step, so a name it does not know counts as a write; so does a mutex's
+// TryLock, "mutex lock", which writes when it succeeds). A
 // goroutine that waits is chosen again only after another goroutine's step
 // that may write: after one that only reads, it would find what it found,
 // and two waiters would take turns for ever.
@@ -220,10 +242,12 @@ type exResult struct {
 // decides, for at most maxSteps steps. It returns once every body has
 // returned, or at the first failure: the goroutines left then end where they
 // are parked (panicking with errExAborted), unless one is stuck (res.stuck), which the
-// caller reports before it ends the test binary. A body i with goexitOK[i]
-// may end by runtime.Goexit; any other panic, or a Goexit of another, is a
-// failure.
-func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int, goexitOK ...bool) *exResult {
+// caller reports before it ends the test binary. afterStep, if not nil, is
+// called after each step with the goroutine that took it, while every
+// goroutine is parked or done: it may look at what they share. A body i with
+// goexitOK[i] may end by runtime.Goexit; any other panic, or a Goexit of
+// another, is a failure.
+func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int, afterStep func(c int), goexitOK ...bool) *exResult {
 	r := &exRunner{byID: map[uint64]*exThread{}, events: make(chan exEvent), aborted: make(chan struct{})}
 	res := &exResult{}
 	hook := r.point
@@ -303,6 +327,9 @@ func runSchedule(names []string, bodies []func(), choose exChooser, maxSteps int
 				"without a point, or blocks on something the explorer does not schedule", c, th.name, th.at, exStepTimeout)
 			res.stuck = true
 			return res
+		}
+		if afterStep != nil {
+			afterStep(c)
 		}
 		if !exReads(st.what) {
 			for _, o := range r.threads {

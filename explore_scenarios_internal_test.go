@@ -45,6 +45,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // exTick is the tick of the explored Timers: long enough that the real time a
@@ -61,6 +62,7 @@ type exArm struct {
 	task     TimerTask
 
 	handedOut   int // runs handed out (to the executor or the pool)
+	dropped     int // runs handed out to an executor that panicked
 	runs        int // runs that ran
 	calls       int // Cancelled calls
 	stopCancels int // times a Stop cancelled it (see timerStopped)
@@ -70,14 +72,28 @@ type exArm struct {
 	// had stopped, which then cancels the arm out of Stop's reach.
 	mayEndAside bool
 
+	// periodicRun, for a periodic arm, is the closure of its periodicExec's
+	// run, which the executor gets (see armOfRun).
+	periodicRun unsafe.Pointer
+
 	// onCancelled, if set, runs inside the Cancelled call; onRun inside
 	// each run.
 	onCancelled func(to *Timeout)
 	onRun       func(to *Timeout)
 }
 
-// ran records a run of the arm.
+// ran records a run of the arm. In the inline world, where no executor
+// sees the hand-out, it counts as one and checks the run is not early, as
+// handOut does.
 func (a *exArm) ran(to *Timeout) {
+	if w := a.w; w.inline {
+		a.handedOut++
+		now := a.timer.life.startTime.Add(time.Duration(w.now[a.timer]))
+		if d := exDeadlineOf(w.to); exArmOf(exTaskOf(w.to)) == a && d.After(now) {
+			w.failf("arm %s ran early: at %v, before its Deadline %v (times since the start of %s)",
+				a.name, now.Sub(a.timer.life.startTime), d.Sub(a.timer.life.startTime), w.timerName(a.timer))
+		}
+	}
 	a.runs++
 	if a.onRun != nil {
 		a.onRun(to)
@@ -121,7 +137,7 @@ func exTaskOf(to *Timeout) TimerTask { return userTask(to.task) }
 
 // exDeadlineOf is Timeout.Deadline, read as exTaskOf reads the task.
 func exDeadlineOf(to *Timeout) time.Time {
-	return to.timer.Load().life.startTime.Add(time.Duration(to.deadline))
+	return to.timer.v.Load().life.startTime.Add(time.Duration(to.deadline.v.Load()))
 }
 
 // exArmOf returns the arm whose task is task.
@@ -136,17 +152,19 @@ func exArmOf(task TimerTask) *exArm {
 }
 
 // exRun is a run handed to the executor that has not returned. token is
-// a periodic run's token (nil for a one-shot run, whose token only the run
-// takes): once Stop has taken it, the run never starts, and its func does
-// nothing.
+// a periodic run's token, or a dropped one-shot run's (nil for another
+// one-shot run, whose token only the run takes): once Stop, or the
+// recovery of the executor's panic, has taken it, the run never starts,
+// and its func does nothing.
 type exRun struct {
-	arm   *exArm
-	fn    func()
-	token *runToken
+	arm     *exArm
+	fn      func()
+	token   *runToken
+	dropped bool // the executor panicked on it: its run ended then
 }
 
 // live reports whether the run may still start: its token is not gone.
-func (r exRun) live() bool { return r.token == nil || r.token.out.Load() }
+func (r exRun) live() bool { return r.token == nil || r.token.out.v.Load() }
 
 // exWorld is everything one schedule acts on and records. The operations
 // run one at a time (the explorer resumes one goroutine at a time, through
@@ -156,27 +174,50 @@ type exWorld struct {
 	to      *Timeout
 
 	// pool: tm's runs go to its pool, which opPool plays (see newPooledTimer);
-	// poolRunning counts the pool runs in progress.
-	pool        bool
-	poolRunning int
+	// poolRunning counts the pool runs in progress: started, and not yet
+	// handed their Timeout back (see afterStep); a run goes on through a
+	// few more points after that.
+	pool           bool
+	poolRunning    int
+	poolHandedBack bool // the run in progress on the pool has handed its Timeout back
+
+	// execPanics is how many hand-outs still to come the executor panics
+	// on, having kept the run (see handOut): it drops them, and calls them
+	// late, as an operation (opRunReturns), which must run nothing.
+	execPanics int
+
+	// inline: the Timers have no executor, and their tasks run on the
+	// goroutine that calls Advance (or NextDeadline), as an owned Timer's
+	// do by default.
+	inline bool
 
 	now     map[*Timer]int64 // the owner's latest now given to Advance, since the Timer's start
 	arms    []*exArm
 	out     []exRun // runs handed out that have not returned
 	results []string
 
-	cancelTrue int           // Cancel calls that returned true
-	stops      [][]*Timeout  // what each Stop returned
-	failures   []string      // found as it went: a run before its deadline, say
-	stopOps    map[int]bool  // the operations that are a Stop
-	schedErrs  map[int]error // what each Schedule operation returned
+	cancelTrue int          // Cancel calls that returned true
+	stops      [][]*Timeout // what each Stop returned
+	failures   []string     // found as it went: a run before its deadline, say
+	stopOps    map[int]bool // the operations that are a Stop
+	cancelOps  map[int]bool // the operations that are a Cancel
+
+	// cancelledBy is the arm each Cancel operation cancelled, and
+	// lastPhase the Timeout's phase after the latest step (see afterStep).
+	cancelledBy map[int]*exArm
+	lastPhase   state
+
+	// cancelledTrue are the Cancel operations that returned true.
+	cancelledTrue []int
+	schedErrs     map[int]error // what each Schedule operation returned
 }
 
 var exDiscard = slog.New(slog.DiscardHandler)
 
-func newExWorld(ops int, pool bool) *exWorld {
+func newExWorld(ops int, pool, inline bool) *exWorld {
 	w := &exWorld{to: &Timeout{}, now: map[*Timer]int64{}, results: make([]string, ops),
-		stopOps: map[int]bool{}, schedErrs: map[int]error{}, pool: pool}
+		stopOps: map[int]bool{}, schedErrs: map[int]error{}, pool: pool, inline: inline,
+		cancelOps: map[int]bool{}, cancelledBy: map[int]*exArm{}}
 	w.tm = w.newTimer()
 	if pool {
 		w.tm = w.newPooledTimer()
@@ -184,6 +225,30 @@ func newExWorld(ops int, pool bool) *exWorld {
 	w.tm2 = w.newTimer()
 	return w
 }
+
+// afterStep runs after each step of a schedule (see runSchedule). It
+// records which arm a Cancel operation cancelled (the Timeout's arm when a
+// step of that operation moved it to cancelled, unlocked), and when the
+// run in progress on the pool handed its Timeout back.
+func (w *exWorld) afterStep(c int) {
+	s := state(w.to.state.v.Load())
+	phase := s.phase()
+	if s&stLocked != 0 {
+		return // mid-section: its end decides
+	}
+	if w.poolRunning > 0 && !w.poolHandedBack && s.held() != heldRun && s.held() != heldPeriodicRun {
+		// The pool's run handed its Timeout back: it is no longer out.
+		w.poolRunning--
+		w.poolHandedBack = true
+	}
+	if phase == stCancelled && w.lastPhase != stCancelled && w.cancelOps[c] {
+		w.cancelledBy[c] = exArmOf(exTaskOf(w.to))
+	}
+	w.lastPhase = phase
+}
+
+// exIsStopped is Timer.isStopped without a point: a check, not a step.
+func exIsStopped(tm *Timer) bool { return tm.life.state.v.Load() == stateShutdown }
 
 // newPooledTimer returns an owned Timer whose tasks go to a WithTaskWorkers
 // pool of one goroutine that opPool plays: the pool is made as NewTimer
@@ -218,8 +283,11 @@ func (w *exWorld) poolRun() bool {
 		a.handedOut++
 	}
 	w.poolRunning++
+	w.poolHandedBack = false
 	w.tm.runTimeout(r.to, r.task)
-	w.poolRunning--
+	if !w.poolHandedBack {
+		w.poolRunning--
+	}
 	return true
 }
 
@@ -228,25 +296,25 @@ func (w *exWorld) poolQueued() int {
 	if !w.pool {
 		return 0
 	}
-	p := w.tm.conf.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.n
+	// Read without the lock: a check, not a step, so no point, and the
+	// pool's goroutine (opPool) may be parked holding it. The explored
+	// goroutines run one at a time, handed over through channels, so no
+	// write is half made.
+	return w.tm.conf.pool.n
 }
 
 // poolQueuedLive returns how many runs wait in the pool's queue that may
-// still start: not a periodic run whose token Stop took.
+// still start: not a periodic run whose token Stop took. Read without the
+// pool's lock or a point, as poolQueued reads.
 func (w *exWorld) poolQueuedLive() int {
 	if !w.pool {
 		return 0
 	}
 	p := w.tm.conf.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	live := 0
 	for i := range p.n {
 		r := p.ring[(p.head+i)&(len(p.ring)-1)]
-		if pt, ok := r.task.(*periodicTask); !ok || pt.token.out.Load() {
+		if pt, ok := r.task.(*periodicTask); !ok || pt.token.out.v.Load() {
 			live++
 		}
 	}
@@ -286,6 +354,9 @@ func (w *exWorld) newTimer() *Timer {
 	if err != nil {
 		panic(err) // the options are the test's own
 	}
+	if w.inline {
+		return tm // tasks run inside Advance, as an owner's do
+	}
 	tm.conf.taskExecutor = func(fn func()) { w.handOut(tm, fn) }
 	return tm
 }
@@ -305,28 +376,78 @@ func (w *exWorld) failf(format string, args ...any) {
 }
 
 // handOut is the executor: it keeps the run until it is made to return, and
-// checks it is not early. Nothing else runs between the expiry and this
-// call, so the Timeout's task and deadline are still those of the arm.
+// checks it is not early. It finds the run's arm from fn (see exArmOfRun):
+// the wheel's steps between the expiry and this call (counting the run in
+// Stats, say) are points, at which another goroutine may arm the Timeout
+// again.
 func (w *exWorld) handOut(tm *Timer, fn func()) {
-	a := exArmOf(exTaskOf(w.to))
+	a, sameArm := w.armOfRun(fn)
 	if a == nil {
-		w.failf("%s handed out a run whose task is not an arm's: %v", w.timerName(tm), exTaskOf(w.to))
+		w.failf("%s handed out a run whose task is not an arm's", w.timerName(tm))
 		return
 	}
 	a.handedOut++
 	if a.timer != tm {
 		w.failf("arm %s of %s was handed out by %s", a.name, w.timerName(a.timer), w.timerName(tm))
 	}
+	// The Timeout's deadline is the arm's while the Timeout is still on
+	// that arm (a Reset of an expired one-shot arm fails).
 	now := tm.life.startTime.Add(time.Duration(w.now[tm]))
-	if d := exDeadlineOf(w.to); d.After(now) {
+	if d := exDeadlineOf(w.to); sameArm && d.After(now) {
 		w.failf("arm %s ran early: handed out at %v, before its Deadline %v (times since the start of %s)",
 			a.name, now.Sub(tm.life.startTime), d.Sub(tm.life.startTime), w.timerName(tm))
 	}
 	r := exRun{arm: a, fn: fn}
 	if p, ok := w.to.task.(*periodicTask); ok {
 		r.token = &p.token
+	} else if w.execPanics > 0 {
+		r.token = &exExecRunOf(fn).token
+	}
+	if w.execPanics > 0 {
+		// An executor that panics (a full queue, say) after it kept the
+		// func: the Timer takes the run as dropped, and ends it at once.
+		w.execPanics--
+		a.dropped++
+		r.dropped = true
+		w.out = append(w.out, r)
+		panic("explore: the executor panicked")
 	}
 	w.out = append(w.out, r)
+}
+
+// exFuncPtr returns the closure a func value points to: two func values
+// made by one method value, or copied from one, point to the same.
+func exFuncPtr(fn func()) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&fn)) }
+
+// armOfRun returns the arm whose run fn is, a func handed to the executor,
+// and whether the Timeout is still on that arm. A periodic arm's fn is its
+// periodicTask's exec (see exArm.periodicRun); a one-shot arm's is the
+// method value r.run of an *execRun r made for the hand-out, a closure of
+// gc's layout {code, r} (checked: r's Timeout is the world's), and r.task
+// is the arm's task.
+// exExecRunOf returns the *execRun whose method value r.run fn is (see
+// armOfRun), or garbage the caller checks.
+func exExecRunOf(fn func()) *execRun {
+	return (*struct {
+		code uintptr
+		r    *execRun
+	})(exFuncPtr(fn)).r
+}
+
+func (w *exWorld) armOfRun(fn func()) (*exArm, bool) {
+	cur := exArmOf(exTaskOf(w.to))
+	for _, a := range w.arms {
+		if a.periodicRun != nil && a.periodicRun == exFuncPtr(fn) {
+			return a, a == cur
+		}
+	}
+	r := exExecRunOf(fn)
+	if r == nil || r.to != w.to || r.t == nil {
+		w.failf("the executor got a func that is neither a periodic arm's run nor an execRun's")
+		return nil, false
+	}
+	a := exArmOf(userTask(r.task))
+	return a, a != nil && a == cur
 }
 
 // newArm makes an arm on tm; it counts once a Schedule with its task has
@@ -373,8 +494,18 @@ func (w *exWorld) returnRun() bool {
 	}
 	r := w.out[0]
 	w.out = w.out[1:]
+	before, live := r.arm.runs, r.live()
 	r.fn()
-	if a := exArmOf(exTaskOf(w.to)); a != nil && a != r.arm && a.timer.isStopped() {
+	switch ran := r.arm.runs != before; {
+	case r.dropped && ran && !live:
+		w.failf("arm %s: the executor panicked on its run, and the func it kept, called after the "+
+			"recovery took the run's token, ran the task", r.arm.name)
+	case r.dropped && ran:
+		// Its call took the token before the recovery did (an executor
+		// that passed the func on, then panicked): the run went on, once.
+		r.arm.dropped--
+	}
+	if a := exArmOf(exTaskOf(w.to)); a != nil && a != r.arm && exIsStopped(a.timer) {
 		a.mayEndAside = true
 	}
 	return true
@@ -392,15 +523,16 @@ type exOp struct {
 }
 
 var (
-	opCancel = exOp{key: "cancel", name: "Cancel", run: func(w *exWorld, _ int) string {
+	opCancel = exOp{key: "cancel", name: "Cancel", run: func(w *exWorld, i int) string {
+		w.cancelOps[i] = true
 		ok := w.to.Cancel()
 		if ok {
-			// Nothing ran since Cancel cancelled the arm: no point
-			// comes after its last write.
+			// The arm it cancelled is the one its step cancelled, which
+			// afterStep records (finish counts it): after that step come
+			// points (the pending count, the wake-up) at which a
+			// Schedule may arm the Timeout again.
 			w.cancelTrue++
-			if a := exArmOf(exTaskOf(w.to)); a != nil {
-				a.cancels++
-			}
+			w.cancelledTrue = append(w.cancelledTrue, i)
 		}
 		return fmt.Sprint(ok)
 	}}
@@ -550,6 +682,13 @@ func exState(word uint32) string {
 // wrong. The operations have all returned.
 func (w *exWorld) finish() []string {
 	timers := []*Timer{w.tm, w.tm2}
+	for _, i := range w.cancelledTrue {
+		if a := w.cancelledBy[i]; a != nil {
+			a.cancels++
+		} else {
+			w.failf("Cancel (T%d) returned true, but none of its steps cancelled an arm", i)
+		}
+	}
 	// The runs still out return: until then their Timer cannot take in what
 	// concerns the Timeout.
 	for w.returnRun() {
@@ -563,7 +702,7 @@ func (w *exWorld) finish() []string {
 		if a.cancels == 1 && !isSilent(a) && a.calls != 1 {
 			w.failf("Cancel returned true for arm %s, but %d Cancelled call(s) had come by the take-in after "+
 				"the operations (NextDeadline): a cancel was not taken in; the Timeout's state is %s",
-				a.name, a.calls, exState(w.to.state.Load()))
+				a.name, a.calls, exState(w.to.state.v.Load()))
 		}
 	}
 	// Far enough for everything pending to run; the runs return, and may
@@ -650,8 +789,9 @@ func (w *exWorld) finish() []string {
 		stopCancels += a.stopCancels
 		// A periodic run cancelled (or stopped) after it was handed out
 		// does not start.
-		if a.runs != a.handedOut && !(a.periodic && a.runs < a.handedOut) {
-			w.failf("arm %s: %d run(s) handed out, %d ran", a.name, a.handedOut, a.runs)
+		if a.runs != a.handedOut-a.dropped && !(a.periodic && a.runs < a.handedOut) {
+			w.failf("arm %s: %d run(s) handed out, %d dropped by a panicking executor, %d ran",
+				a.name, a.handedOut, a.dropped, a.runs)
 		}
 		ran := 0
 		if !a.periodic {
@@ -704,7 +844,7 @@ func (w *exWorld) finish() []string {
 	// arms it at once.
 	if err := w.schedule("free", w.newTimer(), 1, true); errIsPending(err) {
 		w.failf("every Timer has stopped, but Schedule on a new Timer fails: %v (state %s)",
-			err, exState(w.to.state.Load()))
+			err, exState(w.to.state.v.Load()))
 	}
 	return w.failures
 }
@@ -731,6 +871,8 @@ type exScenario struct {
 	handOffs string
 	// pool: the scenario runs in the pool world (see newPooledTimer).
 	pool bool
+	// inline: the scenario runs in the inline world (see exWorld.inline).
+	inline bool
 }
 
 func (sc exScenario) String() string {
@@ -761,8 +903,9 @@ func explore(t *testing.T, sc exScenario) {
 		names[i] = op.name
 	}
 	one := func(choose exChooser) (*exWorld, *exResult, []string) {
-		w := newExWorld(len(sc.ops), sc.pool)
+		w := newExWorld(len(sc.ops), sc.pool, sc.inline)
 		sc.setup.run(t, w)
+		w.lastPhase = state(w.to.state.v.Load()).phase()
 		bodies := make([]func(), len(sc.ops))
 		goexits := make([]bool, len(sc.ops))
 		for i, op := range sc.ops {
@@ -770,7 +913,7 @@ func explore(t *testing.T, sc exScenario) {
 			bodies[i] = func() { w.results[i] = op.run(w, i) }
 			goexits[i] = op.goexits
 		}
-		res := runSchedule(names, bodies, choose, opts.maxSteps, goexits...)
+		res := runSchedule(names, bodies, choose, opts.maxSteps, w.afterStep, goexits...)
 		if res.err != "" {
 			return w, res, []string{res.err}
 		}

@@ -1,9 +1,6 @@
 package hashedwheel
 
-import (
-	"log/slog"
-	"sync/atomic"
-)
+import "log/slog"
 
 // instanceCountLimit is how many live timers with a worker a process may
 // have before NewTimer logs a warning (Netty's INSTANCE_COUNT_LIMIT, which
@@ -14,15 +11,15 @@ const instanceCountLimit = 64
 var (
 	// liveTimers counts timers with a worker created and not yet stopped
 	// or collected.
-	liveTimers atomic.Int64
+	liveTimers atomicInt64
 	// tooManyTimersLogged makes the warning a once-per-process one.
-	tooManyTimersLogged atomic.Bool
+	tooManyTimersLogged atomicBool
 )
 
 // instance is a timer's place in liveTimers. It is separate from the Timer so
 // that a cleanup can release it after the Timer is collected.
 type instance struct {
-	released atomic.Bool
+	released atomicBool
 }
 
 func newInstance(logger *slog.Logger) *instance {

@@ -1,7 +1,5 @@
 package hashedwheel
 
-import "sync/atomic"
-
 // cacheLineSize is the size the queue pads its producers' end to, so that it
 // shares its cache line with nothing the worker writes.
 const cacheLineSize = 64
@@ -53,13 +51,13 @@ type mpscQueue struct {
 
 	// producerTop is the last node pushed, or nil. Producers
 	// CompareAndSwap it; the consumer swaps it to nil to take every node.
-	producerTop atomic.Pointer[Timeout]
+	producerTop atomicPointer[Timeout]
 
 	// producerCount is a count the queue's owner keeps for its producers
 	// (a shard counts its pending timeouts in it). It shares producerTop's
 	// cache line, which the push has just taken, so that counting right
 	// after it costs no second cache miss. Any goroutine; atomic.
-	producerCount atomic.Int64
+	producerCount atomicInt64
 	_             [cacheLineSize - 16]byte
 
 	// consumerHead is the oldest node taken and not yet handed out, the
@@ -91,7 +89,6 @@ func (q *mpscQueue) push(n *Timeout) bool {
 			return false
 		}
 		n.next = top
-		explorePoint("queue push")
 		if q.producerTop.CompareAndSwap(top, n) {
 			return true
 		}
@@ -109,7 +106,6 @@ func (q *mpscQueue) close(handle func(*Timeout)) {
 		for n := q.pop(); n != nil; n = q.pop() {
 			handle(n)
 		}
-		explorePoint("queue close")
 		if q.producerTop.CompareAndSwap(nil, &closedQueue) || q.isClosed() {
 			return
 		}
@@ -164,7 +160,6 @@ func (q *mpscQueue) takeAll() {
 // is then touched once. Consumer only.
 func (q *mpscQueue) take() *Timeout {
 	var head *Timeout
-	explorePoint("queue take")
 	// Empty: no Swap. Closed: only the consumer closes the queue, so one
 	// it finds open stays open through the Swap.
 	if top := q.producerTop.Load(); top == nil || top == &closedQueue {

@@ -17,14 +17,14 @@ func TestQueueIsFIFO(t *testing.T) {
 
 	nodes := make([]Timeout, 5)
 	for i := range nodes {
-		nodes[i].deadline = int64(i)
+		nodes[i].deadline.Store(int64(i))
 		q.push(&nodes[i])
 	}
 	assert.False(t, q.isEmpty())
 	for i := range nodes {
 		n := q.pop()
 		require.NotNil(t, n)
-		assert.Equal(t, int64(i), n.deadline)
+		assert.Equal(t, int64(i), n.deadline.Load())
 		assert.Nil(t, n.next, "pop must clear the link it hands out")
 	}
 	assert.Nil(t, q.pop())
@@ -42,18 +42,18 @@ func TestQueueInterleavedPushAndPop(t *testing.T) {
 	nodes := make([]Timeout, 100)
 	next := 0
 	for i := range nodes {
-		nodes[i].deadline = int64(i)
+		nodes[i].deadline.Store(int64(i))
 		q.push(&nodes[i])
 		if i%3 == 2 { // drain sometimes, down to empty
 			for n := q.pop(); n != nil; n = q.pop() {
-				require.Equal(t, int64(next), n.deadline)
+				require.Equal(t, int64(next), n.deadline.Load())
 				next++
 			}
 			require.True(t, q.isEmpty())
 		}
 	}
 	for n := q.pop(); n != nil; n = q.pop() {
-		require.Equal(t, int64(next), n.deadline)
+		require.Equal(t, int64(next), n.deadline.Load())
 		next++
 	}
 	assert.Equal(t, len(nodes), next)
@@ -68,7 +68,7 @@ func TestQueueManyProducersOneConsumer(t *testing.T) {
 		wg.Go(func() {
 			for i := range perProducer {
 				n := &nodes[p*perProducer+i]
-				n.deadline = int64(p*perProducer + i)
+				n.deadline.Store(int64(p*perProducer + i))
 				q.push(n)
 			}
 		})
@@ -86,7 +86,7 @@ func TestQueueManyProducersOneConsumer(t *testing.T) {
 		if n == nil {
 			continue // empty for now
 		}
-		id := int(n.deadline)
+		id := int(n.deadline.Load())
 		require.False(t, seen[id], "node %d popped twice", id)
 		seen[id] = true
 		p, seq := id/perProducer, id%perProducer

@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 )
 
@@ -122,7 +121,7 @@ func (t *Timer) startPeriodic(to *Timeout, p *periodicTask) bool {
 	s := to.lock()
 	start := s.phase() == stPending && s.held() == heldPeriodicRun && !t.isStopped()
 	if start {
-		atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
+		to.deadline.Store(skipBehind(to.deadline.Load(), p.period, now))
 	}
 	to.unlock(s)
 	return start

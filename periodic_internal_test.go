@@ -21,7 +21,7 @@ func stalledReset(t *testing.T, to *Timeout) (finish func()) {
 		t.Fatalf("want a pending timeout in a bucket; state %#x", uint32(s))
 	}
 	tm := to.timer.Load()
-	atomic.StoreInt64(&to.deadline, tm.elapsed())
+	to.deadline.Store(tm.elapsed())
 	to.unlock(s.withHeld(heldBucketAndChanges))
 	return func() {
 		require.True(t, tm.changes.push(to))

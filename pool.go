@@ -1,10 +1,5 @@
 package hashedwheel
 
-import (
-	"sync"
-	"sync/atomic"
-)
-
 // taskPool runs expired timeouts' tasks on a fixed set of goroutines
 // (WithTaskWorkers). The worker submits; the pool goroutines take tasks in
 // the order submitted. The queue is unbounded, so the worker never waits for
@@ -17,7 +12,7 @@ type taskPool struct {
 	timer *Timer // immutable
 
 	// mu guards the fields below it.
-	mu      sync.Mutex
+	mu      mutex
 	ring    []run // capacity a power of two
 	head    int   // index of the oldest task
 	n       int   // tasks queued
@@ -35,7 +30,7 @@ type taskPool struct {
 	// ids holds the goroutine IDs of the pool goroutines, so that Stop can
 	// tell it is called from a pooled task. Each written by its goroutine
 	// as it starts; atomic.
-	ids []atomic.Uint64
+	ids []atomicUint64
 }
 
 func newTaskPool(t *Timer, n int) *taskPool {
@@ -44,7 +39,7 @@ func newTaskPool(t *Timer, n int) *taskPool {
 		ring:   make([]run, 64),
 		wakeup: make(chan struct{}, n),
 		done:   make(chan struct{}),
-		ids:    make([]atomic.Uint64, n),
+		ids:    make([]atomicUint64, n),
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"sync/atomic"
 )
 
 // A run's way out and back. The worker (or an owner's Advance) hands each
@@ -50,7 +49,7 @@ type hand struct {
 type runToken struct {
 	// out is set by the worker as it hands the run out, before the run can
 	// be reached; cleared by the one CompareAndSwap that takes it.
-	out atomic.Bool
+	out atomicBool
 }
 
 // give makes the token takeable: the worker, as it hands a run out.
@@ -178,7 +177,7 @@ func (t *Timer) endRun(to *Timeout, p *periodicTask) (now int64) {
 	var ns state
 	switch {
 	case s.held() == heldPeriodicRun:
-		atomic.StoreInt64(&to.deadline, skipBehind(nextPeriod(to.deadline, p.period), p.period, now))
+		to.deadline.Store(skipBehind(nextPeriod(to.deadline.Load(), p.period), p.period, now))
 		q, ns = &t.shardFor(to).timeouts, s.withHeld(heldReturning)
 	case p != nil:
 		q, ns = &t.changes, s.withHeld(heldChanges)

@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 )
 
@@ -71,7 +70,7 @@ func (t *Timer) scheduleTimeout(to *Timeout, delay time.Duration, wants state) e
 	}
 	// Nobody else can reach to until the push publishes it, so its first
 	// state needs no lock; a push that fails leaves it unseen.
-	to.deadline = addDelay(now, delay)
+	to.deadline.Store(addDelay(now, delay))
 	to.initState(stPending | heldNew | wants)
 	if !t.shardFor(to).timeouts.push(to) {
 		// The worker has stopped and taken what it had: the caller gets
@@ -279,7 +278,7 @@ func (t *Timer) arm(to *Timeout, task TimerTask, deadline, now int64) error {
 	}
 	to.timer.Store(t)
 	to.task = task
-	atomic.StoreInt64(&to.deadline, deadline)
+	to.deadline.Store(deadline)
 	to.unlock(ns + genOne)
 	if ns.held() == heldNew {
 		t.nudgeWorker(now)

@@ -2,7 +2,6 @@ package hashedwheel
 
 import (
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -31,11 +30,11 @@ type shard struct {
 	// worker saw the cancel, and those that a run hands back after the
 	// stopping worker closed its queues (see Timer.endRun). They count in
 	// Stats.Cancelled from here. Any goroutine; atomic.
-	cancelledAside atomic.Uint64
+	cancelledAside atomicUint64
 }
 
 // pending returns the shard's count of pending timeouts.
-func (s *shard) pending() *atomic.Int64 { return &s.timeouts.producerCount }
+func (s *shard) pending() *atomicInt64 { return &s.timeouts.producerCount }
 
 // shardFor returns the shard of to, from its address: the one use of unsafe
 // in the package. TestATimeoutKeepsItsShardForLife and
@@ -52,7 +51,7 @@ func (t *Timer) shardFor(to *Timeout) *shard {
 }
 
 // pendingFor returns the counter that counts to among the pending timeouts.
-func (t *Timer) pendingFor(to *Timeout) *atomic.Int64 {
+func (t *Timer) pendingFor(to *Timeout) *atomicInt64 {
 	if t.conf.maxPendingTimeouts > 0 {
 		return t.shards[0].pending()
 	}

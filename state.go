@@ -219,7 +219,6 @@ func (s state) withLevel(k int) state { return s&^stLevel | state(k)<<levelShift
 
 // load reads the state without the lock, for a caller that just looks.
 func (to *Timeout) load() state {
-	explorePoint("state load")
 	return state(to.state.Load())
 }
 
@@ -231,10 +230,8 @@ func (to *Timeout) load() state {
 // tries, in case the holder was preempted (or shares its CPU).
 func (to *Timeout) lock() state {
 	for spins := 0; ; spins++ {
-		explorePoint("state load")
 		s := state(to.state.Load())
 		if s&stLocked == 0 {
-			explorePoint("state lock")
 			if to.state.CompareAndSwap(uint32(s), uint32(s|stLocked)) {
 				return s
 			}
@@ -254,7 +251,6 @@ const lockSpins = 100
 // initState sets the state of a Timeout that nobody else can reach yet:
 // one NewTimeout has made and not published, or whose publication failed.
 func (to *Timeout) initState(s state) {
-	explorePoint("state init")
 	to.state.Store(uint32(s))
 }
 
@@ -264,7 +260,6 @@ func (to *Timeout) unlock(s state) {
 	if assertInvariants {
 		assertState(to, s)
 	}
-	explorePoint("state unlock")
 	to.state.Store(uint32(s &^ stLocked))
 }
 
@@ -275,7 +270,6 @@ func (to *Timeout) swap(s, ns state) bool {
 	if assertInvariants {
 		assertState(to, ns)
 	}
-	explorePoint("state swap")
 	return s&stLocked == 0 && to.state.CompareAndSwap(uint32(s), uint32(ns))
 }
 

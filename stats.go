@@ -1,9 +1,6 @@
 package hashedwheel
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // Stats is a snapshot of what a Timer's worker has done. The counters only
 // grow; they are at most about a tick behind the worker. See the example of
@@ -60,10 +57,13 @@ type counters struct {
 	maxLateness                              int64
 }
 
-// publishedCounters are the counters as Stats reads them.
+// publishedCounters are the counters as Stats reads them. Stored by the
+// worker (or the holder of an owned Timer's advancing token) from its
+// counters, in publishStats and as it hands out a run; loaded by any
+// goroutine.
 type publishedCounters struct {
-	expired, cancelled, ticks, wakeups, late atomic.Uint64
-	maxLateness                              atomic.Int64
+	expired, cancelled, ticks, wakeups, late atomicUint64
+	maxLateness                              atomicInt64
 }
 
 // countLateness records a run handed out late after its deadline.

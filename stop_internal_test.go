@@ -38,7 +38,8 @@ func TestGuarantee7TimeoutPushedAsStopComesIsReturnedByStop(t *testing.T) {
 				// What scheduleTimeout does up to its push, having found
 				// the timer started...
 				to := newTimeoutOn(tm)
-				to.task, to.deadline = task, int64(time.Hour)
+				to.task = task
+				to.deadline.Store(int64(time.Hour))
 				tm.pendingFor(to).Add(1)
 				to.initState(stPending | heldNew | wantsCancelled(task))
 				require.True(t, tm.shardFor(to).timeouts.push(to))
@@ -96,7 +97,8 @@ func TestGuarantee7TimeoutPushedWhileStopWaitsForThePoolIsCancelledAtOnce(t *tes
 		// What scheduleTimeout does from its push on, its check of the
 		// Timer's state having come before Stop.
 		to := newTimeoutOn(tm)
-		to.task, to.deadline = TimerFunc(func(*Timeout) {}), int64(time.Hour)
+		to.task = TimerFunc(func(*Timeout) {})
+		to.deadline.Store(int64(time.Hour))
 		tm.pendingFor(to).Add(1)
 		to.initState(stPending | heldNew)
 		require.True(t, tm.shardFor(to).timeouts.push(to), "the queues are closed already")

@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -77,7 +76,7 @@ type Timeout struct {
 
 	// timer is the Timer of the latest arm. Written under the lock by
 	// Schedule (and before publication by NewTimeout); loaded by anyone.
-	timer atomic.Pointer[Timer]
+	timer atomicPointer[Timer]
 
 	// task is the latest arm's task; a *periodicTask for a periodic
 	// timeout. Written under the lock by Schedule (and before publication
@@ -101,14 +100,18 @@ type Timeout struct {
 	bucketNext, bucketPrev *Timeout
 
 	// deadline is when the task is due, in nanoseconds since the timer
-	// started. Written under the lock (before publication by NewTimeout),
-	// with atomic.StoreInt64; Deadline loads it without the lock, checked
-	// by the generation (see timerAndDeadline).
-	deadline int64
+	// started. Written only by the goroutine that holds the Timeout's lock
+	// (Schedule as it arms, Reset, the worker or owner as it hands out a
+	// periodic run or takes one back), or by NewTimeout and Schedule
+	// before the push that publishes an arm, when nobody else can reach it.
+	// Read under the lock, except by Deadline (timerAndDeadline), which
+	// loads it without the lock and checks the generation; atomic for
+	// that reader.
+	deadline atomicInt64
 
 	// state is the state word: the lock, the phase, where the timeout is
 	// held, and the generation (see state.go).
-	state atomic.Uint32
+	state atomicUint32
 
 	// checkTick holds the low 32 bits of the check tick of a timeout in a
 	// bucket, the tick at which the worker looks at it next (see
@@ -166,12 +169,12 @@ func (to *Timeout) Deadline() time.Time {
 // deadline of the same arm: either one is the arm's.)
 func (to *Timeout) timerAndDeadline() (*Timer, int64) {
 	s := to.load()
-	t, deadline := to.timer.Load(), atomic.LoadInt64(&to.deadline)
+	t, deadline := to.timer.Load(), to.deadline.Load()
 	if s&stLocked == 0 && to.load() == s {
 		return t, deadline
 	}
 	s = to.lock()
-	t, deadline = to.timer.Load(), to.deadline
+	t, deadline = to.timer.Load(), to.deadline.Load()
 	to.unlock(s)
 	return t, deadline
 }
@@ -295,9 +298,9 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 			to.unlock(s) // armed on another Timer since: read its clock
 			continue
 		}
-		old := to.deadline
+		old := to.deadline.Load()
 		deadline := addDelay(now, delay)
-		atomic.StoreInt64(&to.deadline, deadline)
+		to.deadline.Store(deadline)
 		ns, pushed := s, false
 		// A Timeout in a bucket keeps a later deadline by itself (see
 		// checktick.go); one before its check tick needs the worker. So
@@ -322,7 +325,7 @@ func (to *Timeout) Reset(delay time.Duration) bool {
 // example shows it: it is what fmt prints for a Timeout.
 func (to *Timeout) String() string {
 	s := to.lock()
-	t, deadline, task := to.timer.Load(), to.deadline, to.task
+	t, deadline, task := to.timer.Load(), to.deadline.Load(), to.task
 	to.unlock(s)
 	if t == nil {
 		return "hashedwheel.Timeout(not scheduled)"

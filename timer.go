@@ -5,8 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -96,7 +94,7 @@ type settings struct {
 // lifecycle is a Timer's start and stop. Any goroutine reads it.
 type lifecycle struct {
 	// mu serialises Start with itself.
-	mu sync.Mutex
+	mu mutex
 
 	// startTime is the zero of every deadline. It is written once, under
 	// mu, before state becomes stateStarted (by NewTimer for an owned
@@ -106,17 +104,18 @@ type lifecycle struct {
 
 	// state is stateInit, stateStarted or stateShutdown; changed only by
 	// CompareAndSwap.
-	state atomic.Int32
+	state atomicInt32
 
 	// clockSeen is a recent reading of the real clock, in nanoseconds
 	// since startTime, that elapsed checked was not a bubble's. Any
-	// goroutine that reads the Timer's clock; atomic.
-	clockSeen atomic.Int64
+	// goroutine that reads the Timer's clock; atomic, and no point of the
+	// explorer (see atomicClockInt64).
+	clockSeen atomicClockInt64
 
 	// workerID is the worker goroutine's ID, so that Stop can tell it is
 	// called from a task on the worker. Written by the worker as it starts;
 	// atomic.
-	workerID atomic.Uint64
+	workerID atomicUint64
 
 	// stopped is closed by the Stop that moves state to stateShutdown.
 	stopped chan struct{}
@@ -141,14 +140,14 @@ type wakeSignals struct {
 	// set wakes the worker. The worker sets it before it checks the queues
 	// are empty, and producers push before they check it: with sequentially
 	// consistent atomics at least one side sees the other.
-	sleeping atomic.Bool
+	sleeping atomicBool
 
 	// kickAt is when, in nanoseconds since startTime, a producer that
 	// pushes a new timeout kicks the worker (see nudgeWorker and
 	// kickWorker): kickAfter after the worker last took new timeouts, plus
 	// a tick unless it took many. Written by the worker each time it takes
 	// them.
-	kickAt atomic.Int64
+	kickAt atomicInt64
 
 	// kicked is set by the producer that kicks the worker, so that only one
 	// does, and cleared by the worker when it next takes new timeouts.
@@ -157,7 +156,7 @@ type wakeSignals struct {
 	// lost or comes late delays only an early drain. No timeout waits on
 	// them: the worker takes new timeouts at every tick, and sleeping
 	// covers longer sleeps.
-	kicked atomic.Bool
+	kicked atomicBool
 
 	// ch carries a wake-up to a sleeping worker. Buffer of one.
 	ch chan struct{}
@@ -238,7 +237,7 @@ type ownerState struct {
 	// Timer: Advance, NextDeadline, or a Stop that collects the pending
 	// timeouts. Taken by CompareAndSwap; whoever holds it may touch the
 	// fields below and Timer.wheel.
-	advancing atomic.Bool
+	advancing atomicBool
 
 	// lastNow is the latest time, in nanoseconds since startTime, that an
 	// owner gave Advance.

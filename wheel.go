@@ -9,10 +9,7 @@ package hashedwheel
 // (letGo). Each step is one critical section under the timeout's lock (see
 // state.go), in which the worker also changes its own lists.
 
-import (
-	"math"
-	"sync/atomic"
-)
+import "math"
 
 // maxTransfersPerTick bounds how many new timeouts the worker moves into
 // buckets in one tick, so that goroutines calling NewTimeout in a loop cannot
@@ -78,7 +75,7 @@ func (t *Timer) unlink(to *Timeout, k int) {
 // must not be called while that bucket is being walked, unless the caller
 // looks at the timeout again (see expireTimeouts).
 func (t *Timer) place(to *Timeout, s state, linked bool) state {
-	deadline := to.deadline
+	deadline := to.deadline.Load()
 	check, k := t.checkTickOf(deadline)
 	if assertInvariants {
 		t.assertCheckTick(to, deadline, check, k)
@@ -301,7 +298,7 @@ func (t *Timer) expireTimeouts(idx int64) {
 		if assertInvariants {
 			assertFoundIn(to, s, "a bucket", heldBucket, heldBucketAndChanges)
 		}
-		deadline := to.deadline
+		deadline := to.deadline.Load()
 		switch {
 		case s.held() != heldBucket:
 			to.unlock(s) // queued for takeChange
@@ -339,7 +336,7 @@ func (t *Timer) expireDue(to *Timeout, s state, now int64) hand {
 	t.unlink(to, 0)
 	var ns state
 	if p, periodic := task.(*periodicTask); periodic {
-		atomic.StoreInt64(&to.deadline, skipBehind(to.deadline, p.period, now))
+		to.deadline.Store(skipBehind(to.deadline.Load(), p.period, now))
 		t.wheel.running.add(to, 0)
 		ns = s.withHeld(heldPeriodicRun)
 	} else {

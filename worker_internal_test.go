@@ -214,7 +214,7 @@ func probeWheel(t *testing.T, tm *Timer, to *Timeout, p int64) wheelView {
 		if v.level > 0 {
 			shift = tm.levelShift(v.level)
 		}
-		unit := to.deadline / tm.conf.tickDuration >> shift
+		unit := to.deadline.Load() / tm.conf.tickDuration >> shift
 		v.check = (unit - int64(uint32(unit)-to.checkTick)) << shift
 		to.unlock(s)
 		v.linked = linked(tm)
