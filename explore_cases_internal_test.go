@@ -176,6 +176,22 @@ func TestExploreCancelledCallSchedulesOnAnotherTimer(t *testing.T) {
 // opScheduleSilent is a Schedule on tm with a task that is no CancelledTask.
 var opScheduleSilent = exScheduleOp("scheduleSilent", "Schedule on tm (no CancelledTask)", "s1", false, false)
 
+// newPeriodic makes the world's Timeout a periodic one on tm, arm p0, every
+// tick; its task is a CancelledTask if notifies.
+func (w *exWorld) newPeriodic(tb testing.TB, notifies bool) {
+	a := w.newArm("p0", w.tm, notifies)
+	a.periodic = true
+	to, err := w.tm.NewPeriodicTimeout(a.task, exTick)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.to = to
+	if exec := to.task.(*periodicTask).exec; exec != nil {
+		a.periodicRun = exFuncPtr(exec)
+	}
+	w.keep(a)
+}
+
 // exSetupPeriodicOut: a periodic Timeout whose first run is out; its task
 // is a CancelledTask if notifies.
 func exSetupPeriodicOut(name string, notifies bool) exSetup {
@@ -184,17 +200,7 @@ func exSetupPeriodicOut(name string, notifies bool) exSetup {
 		desc = "periodic (no CancelledTask), its first run handed out and not returned"
 	}
 	return exSetup{name, desc, func(tb testing.TB, w *exWorld) {
-		a := w.newArm("p0", w.tm, notifies)
-		a.periodic = true
-		to, err := w.tm.NewPeriodicTimeout(a.task, exTick)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		w.to = to
-		if exec := to.task.(*periodicTask).exec; exec != nil {
-			a.periodicRun = exFuncPtr(exec)
-		}
-		w.keep(a)
+		w.newPeriodic(tb, notifies)
 		if n, err := w.advance(w.tm, 2); n != 1 || err != nil {
 			tb.Fatalf("set-up %s: Advance = %d, %v", name, n, err)
 		}
@@ -579,17 +585,7 @@ func exSetupDropped(periodic bool) exSetup {
 			exMust(tb, w, stPending, heldNew, 0, name)
 			return
 		}
-		a := w.newArm("p0", w.tm, true)
-		a.periodic = true
-		to, err := w.tm.NewPeriodicTimeout(a.task, exTick)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		w.to = to
-		if exec := to.task.(*periodicTask).exec; exec != nil {
-			a.periodicRun = exFuncPtr(exec)
-		}
-		w.keep(a)
+		w.newPeriodic(tb, true)
 		exMust(tb, w, stPending, heldNew, 0, name)
 	}}
 }

@@ -20,47 +20,44 @@ import (
 // a comment and its declaration detaches the comment, and go vet does not
 // tell.
 func TestEveryExportedIdentifierHasADocComment(t *testing.T) {
-	// The files of a default build, as pkg.go.dev shows it.
-	bp, err := build.Default.ImportDir(".", 0)
-	require.NoError(t, err)
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range bp.GoFiles {
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
-		require.NoError(t, err)
-		files = append(files, f)
-	}
-	pkg, err := doc.NewFromFiles(fset, files, "github.com/hashedwheel/hashedwheel")
-	require.NoError(t, err)
-
-	missing := func(kind, name, comment string) {
-		t.Helper()
+	pkg, _ := exportedDocs(t)
+	assert.NotEmpty(t, strings.TrimSpace(pkg.Doc), "package %s has no doc comment", pkg.Name)
+	eachExportedDoc(pkg, func(kind, name, comment string) {
 		assert.NotEmpty(t, strings.TrimSpace(comment), "%s %s has no doc comment", kind, name)
-	}
+	})
+}
+
+// eachExportedDoc calls f with the kind, the name and the doc comment of
+// each exported type, function, method, and group of variables or
+// constants (by their exported names) of pkg.
+func eachExportedDoc(pkg *doc.Package, f func(kind, name, comment string)) {
 	values := func(kind string, vs []*doc.Value) {
 		for _, v := range vs {
+			var names []string
 			for _, name := range v.Names {
 				if ast.IsExported(name) {
-					missing(kind, name, v.Doc)
+					names = append(names, name)
 				}
+			}
+			if len(names) > 0 {
+				f(kind, strings.Join(names, ", "), v.Doc)
 			}
 		}
 	}
-	missing("package", pkg.Name, pkg.Doc)
 	values("const", pkg.Consts)
 	values("var", pkg.Vars)
-	for _, f := range pkg.Funcs {
-		missing("func", f.Name, f.Doc)
+	for _, fn := range pkg.Funcs {
+		f("func", fn.Name, fn.Doc)
 	}
 	for _, typ := range pkg.Types {
-		missing("type", typ.Name, typ.Doc)
+		f("type", typ.Name, typ.Doc)
 		values("const", typ.Consts)
 		values("var", typ.Vars)
-		for _, f := range typ.Funcs {
-			missing("func", f.Name, f.Doc)
+		for _, fn := range typ.Funcs {
+			f("func", fn.Name, fn.Doc)
 		}
 		for _, m := range typ.Methods {
-			missing("method", typ.Name+"."+m.Name, m.Doc)
+			f("method", typ.Name+"."+m.Name, m.Doc)
 		}
 	}
 }
@@ -108,33 +105,11 @@ func docLines(comment string) int {
 // bounded by TestGoDocAllIsAtMost650Lines instead.
 func TestEveryExportedDocCommentIsAtMost25Lines(t *testing.T) {
 	pkg, _ := exportedDocs(t)
-	check := func(kind, name, comment string) {
-		t.Helper()
+	eachExportedDoc(pkg, func(kind, name, comment string) {
 		assert.LessOrEqual(t, docLines(comment), maxDocLines,
 			"%s %s: its doc comment takes %d lines; keep the contract, move the edge cases to docs/guarantees.md",
 			kind, name, docLines(comment))
-	}
-	values := func(kind string, vs []*doc.Value) {
-		for _, v := range vs {
-			check(kind, strings.Join(v.Names, ", "), v.Doc)
-		}
-	}
-	values("const", pkg.Consts)
-	values("var", pkg.Vars)
-	for _, f := range pkg.Funcs {
-		check("func", f.Name, f.Doc)
-	}
-	for _, typ := range pkg.Types {
-		check("type", typ.Name, typ.Doc)
-		values("const", typ.Consts)
-		values("var", typ.Vars)
-		for _, f := range typ.Funcs {
-			check("func", f.Name, f.Doc)
-		}
-		for _, m := range typ.Methods {
-			check("method", typ.Name+"."+m.Name, m.Doc)
-		}
-	}
+	})
 }
 
 // TestGoDocAllIsAtMost650Lines renders the package as `go doc -all` does

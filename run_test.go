@@ -183,40 +183,47 @@ func TestGuarantee6PanickingLoggerDoesNotKillTheWorker(t *testing.T) {
 	})
 }
 
-// TestGuarantee2PanickingExecutorDoesNotStrandTheTimeout: an executor that
-// panics before it calls the task has dropped the run. The Timeout ends as
-// if its run had returned: a one-shot one may be scheduled again at once,
-// and runs; armed again, Stop cancels and returns it like any pending
-// Timeout.
-func TestGuarantee2PanickingExecutorDoesNotStrandTheTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		logger, logs := newLogger()
-		var calls atomic.Int32
-		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(task func()) {
-			if calls.Add(1) == 1 {
-				panic("executor full")
-			}
-			task()
-		}))
-		var s session
-		var ran atomic.Int32
-		task := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
-		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
-		time.Sleep(50 * time.Millisecond)
-		synctest.Wait()
-		require.Contains(t, logs.String(), "executor full")
-		assert.True(t, s.timeout.IsExpired(), "a run handed out is expired, dropped or not")
-		assert.Zero(t, ran.Load(), "the task whose executor panicked ran")
+// TestGuarantee2ExecutorThatPanicsOrExitsDoesNotStrandTheTimeout: an
+// executor that panics, or ends its goroutine by runtime.Goexit, before it
+// calls the task has dropped the run. The Timeout ends as if its run had
+// returned: a one-shot one may be scheduled again at once, and runs; armed
+// again, Stop cancels and returns it like any pending Timeout.
+func TestGuarantee2ExecutorThatPanicsOrExitsDoesNotStrandTheTimeout(t *testing.T) {
+	for name, drop := range map[string]func(){
+		"panic":  func() { panic("executor full") },
+		"Goexit": runtime.Goexit,
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				logger, logs := newLogger()
+				var calls atomic.Int32
+				tm, _ := startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(task func()) {
+					if calls.Add(1) == 1 {
+						drop()
+					}
+					task()
+				}))
+				var s session
+				var ran atomic.Int32
+				task := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
+				require.NoError(t, tm.Schedule(&s.timeout, task, 0))
+				time.Sleep(50 * time.Millisecond)
+				synctest.Wait()
+				require.Contains(t, logs.String(), map[string]string{"panic": "executor full", "Goexit": "Goexit"}[name])
+				assert.True(t, s.timeout.IsExpired(), "a run handed out is expired, dropped or not")
+				assert.Zero(t, ran.Load(), "the task whose executor dropped it ran")
 
-		require.NoError(t, tm.Schedule(&s.timeout, task, 0), "Schedule after the executor panicked")
-		time.Sleep(50 * time.Millisecond)
-		synctest.Wait()
-		assert.Equal(t, int32(1), ran.Load(), "the Timeout scheduled again after its executor panicked did not run")
+				require.NoError(t, tm.Schedule(&s.timeout, task, 0), "Schedule after the executor dropped the run")
+				time.Sleep(50 * time.Millisecond)
+				synctest.Wait()
+				assert.Equal(t, int32(1), ran.Load(), "the Timeout scheduled again after its executor dropped the run did not run")
 
-		require.NoError(t, tm.Schedule(&s.timeout, task, time.Hour))
-		assert.Equal(t, []*hashedwheel.Timeout{&s.timeout}, tm.Stop(), "Stop returns the Timeout armed again")
-		assert.False(t, s.timeout.IsPending(), "pending after Stop")
-	})
+				require.NoError(t, tm.Schedule(&s.timeout, task, time.Hour))
+				assert.Equal(t, []*hashedwheel.Timeout{&s.timeout}, tm.Stop(), "Stop returns the Timeout armed again")
+				assert.False(t, s.timeout.IsPending(), "pending after Stop")
+			})
+		})
+	}
 }
 
 // TestGuarantee2PanickingExecutorDoesNotStrandAnArmMadeWhileTheRunWasOut:
@@ -276,33 +283,5 @@ func TestTaskExecutorThatCallsATaskTwiceRunsItOnce(t *testing.T) {
 			assert.Equal(t, int32(1), runs[i].Load(), "runs of task %d", i)
 		}
 		assert.NotContains(t, logs.String(), "panicked")
-	})
-}
-
-// TestGuarantee2ExecutorThatCallsGoexitDoesNotStrandTheTimeout: an executor
-// that ends its goroutine by runtime.Goexit before calling the task has
-// dropped the run, as one that panics: the Timeout may be scheduled again,
-// and runs.
-func TestGuarantee2ExecutorThatCallsGoexitDoesNotStrandTheTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		logger, logs := newLogger()
-		var calls atomic.Int32
-		tm, _ := startedTimer(t, hashedwheel.WithLogger(logger), hashedwheel.WithTaskExecutor(func(task func()) {
-			if calls.Add(1) == 1 {
-				runtime.Goexit()
-			}
-			task()
-		}))
-		var s session
-		var ran atomic.Int32
-		task := hashedwheel.TimerFunc(func(*hashedwheel.Timeout) { ran.Add(1) })
-		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
-		time.Sleep(50 * time.Millisecond)
-		synctest.Wait()
-		require.Contains(t, logs.String(), "Goexit")
-		require.NoError(t, tm.Schedule(&s.timeout, task, 0))
-		time.Sleep(50 * time.Millisecond)
-		synctest.Wait()
-		assert.Equal(t, int32(1), ran.Load(), "the Timeout scheduled again after its executor's Goexit did not run")
 	})
 }
