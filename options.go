@@ -105,8 +105,8 @@ func WithMaxPendingTimeouts(n int64) Option {
 // after the first runs nothing more. A task exec never calls is lost, and
 // the Timer cannot tell: the task never runs, and a one-shot Timeout can no
 // longer be armed again; a periodic one gets no later run until Cancel or
-// Stop, and Stop ends it. A one-shot run handed to exec allocates its token
-// (two small objects); periodic runs allocate nothing. If exec panics or
+// Stop, and Stop ends it. Handing a one-shot run to exec allocates two small
+// objects; periodic runs allocate nothing. If exec panics or
 // calls runtime.Goexit, before or after calling task, it is logged and the
 // Timeout ends as if the run had returned: a one-shot one may be scheduled
 // again at once, and a periodic one goes on with its next period.
