@@ -99,8 +99,7 @@ func (q *mpscQueue) push(n *Timeout) bool {
 // will take its node any more; handle gets the nodes pushed before, oldest
 // first. A stopping worker closes the queues once it has taken everything.
 // Consumer only. A closed queue stays closed: closing it again, or taking
-// from it, finds nothing, so that a worker that resumes its clean-up after
-// a runtime.Goexit in handle (see Timer.run) may go through it again.
+// from it, finds nothing.
 func (q *mpscQueue) close(handle func(*Timeout)) {
 	for {
 		for n := q.pop(); n != nil; n = q.pop() {

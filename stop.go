@@ -206,9 +206,9 @@ func (t *Timer) waitForPool() {
 // worker calls it after the pool has finished. Each Timeout is cancelled
 // here or above, not both: Schedule refuses, under the Timeout's lock, a
 // Timer already stopped, so a Timeout that Stop let go of is not armed on it
-// again. A queue closed stays closed: a worker that resumes its clean-up
-// after a runtime.Goexit in a Cancelled call made here goes through the
-// closed ones again, finding nothing, and closes the others.
+// again. It makes no Cancelled call: shutdown makes those it owes after
+// it (see flushCalls). A queue closed stays closed, and closing it again
+// finds nothing.
 func (t *Timer) closeQueues() {
 	for i := range t.shards {
 		q := &t.shards[i].timeouts

@@ -19,11 +19,12 @@ func (t *Timer) run() {
 		if !exited && !t.wheel.shutDown {
 			// A task or a Cancelled call ran runtime.Goexit (t.FailNow in
 			// a test callback does), which recover cannot stop. The wheel
-			// is intact and the tick unfinished (or the clean-up, which
-			// resumes at its next phase): carry on in a new goroutine, which processes the rest of this tick with what is
-			// left of its transfer budget. If it was a task, the walk of
-			// the tick's bucket was cut short and had not rebuilt its
-			// minDue: mark the bucket due (harmless otherwise).
+			// is intact and the tick unfinished (or Stop's clean-up, which
+			// resumes at its next phase): carry on in a new goroutine,
+			// which processes the rest of this tick with what is left of
+			// its transfer budget. If it was a task, the walk of the
+			// tick's bucket was cut short and had not rebuilt its minDue:
+			// mark the bucket due (harmless otherwise).
 			t.wheel.buckets[t.wheel.tick&t.conf.mask].minDue = 0
 			go t.run()
 			return
