@@ -212,12 +212,12 @@ func (t *Timer) releaseOwner() []*Timeout {
 	var stopped []*Timeout
 	var calls []*Timeout
 	for {
-		if t.isStopped() && !t.wheel.shutDown {
+		if t.isStopped() && t.wheel.cleanUp != cleanUpDone {
 			t.shutdown()
 			calls, t.wheel.calls = t.wheel.calls, nil
 			stopped = t.life.unprocessed
 		}
-		done := t.wheel.shutDown // read while advancing is held
+		done := t.wheel.cleanUp == cleanUpDone // read while advancing is held
 		t.own.advancing.Store(false)
 		if done || !t.isStopped() || !t.own.advancing.CompareAndSwap(false, true) {
 			break

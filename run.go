@@ -78,23 +78,20 @@ func (t *Timer) handOut(h hand) int64 {
 	// The run counts in Stats before its task starts, wherever it runs: a
 	// task that blocks must not hide it, nor the runs handed out before it.
 	t.published.expired.Store(t.wheel.counters.expired)
+	// On the worker, the run starts now: nothing can come between, so it
+	// needs no token.
 	p, periodic := h.task.(*periodicTask)
+	if periodic && h.where != runsOnWorker {
+		p.token.give()
+	}
 	switch h.where {
 	case runsOnPool:
-		if periodic {
-			p.token.give()
-		}
 		t.conf.pool.submit(h.to, h.task)
 		return handedOff
 	case runsOnExecutor:
-		if periodic {
-			p.token.give()
-		}
 		t.execute(h.to, h.task, p)
 		return ranHere
 	}
-	// On the worker, the run starts now: nothing can come between, so it
-	// needs no token.
 	if periodic {
 		return t.runPeriodic(h.to, p, true)
 	}
@@ -327,7 +324,7 @@ func (t *Timer) makeCall(c owedCall) {
 // lets go of the Timeout then with the call still owed (stOwesCancelled),
 // so that Schedule refuses it until the call is made, as at any other time.
 func (t *Timer) endCancelled(to *Timeout, s state, count bool) {
-	if t.wheel.stopping && s&stOwesCancelled != 0 {
+	if t.wheel.cleanUp != cleanUpNotStarted && s&stOwesCancelled != 0 {
 		if count {
 			t.wheel.counters.cancelled++
 		}

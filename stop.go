@@ -78,10 +78,10 @@ func (t *Timer) Stop() []*Timeout {
 // after the one done (the rest of the calls are made as the goroutine
 // exits, see makeCalls), so no phase runs twice.
 func (t *Timer) shutdown() {
-	t.wheel.stopping = true
-	if !t.wheel.collected {
+	if t.wheel.cleanUp == cleanUpNotStarted {
+		t.wheel.cleanUp = cleanUpCollecting
 		t.collectUnprocessed()
-		t.wheel.collected = true
+		t.wheel.cleanUp = cleanUpCollected
 		t.flushCalls()
 	}
 	if t.conf.pool != nil {
@@ -89,7 +89,7 @@ func (t *Timer) shutdown() {
 	}
 	t.closeQueues()
 	t.publishStats()
-	t.wheel.shutDown = true
+	t.wheel.cleanUp = cleanUpDone
 	t.flushCalls()
 }
 

@@ -216,19 +216,24 @@ type wheel struct {
 	// nextShard is the shard whose queue the worker drains first next time.
 	nextShard int
 
-	// stopping is set as the clean-up of a stopped Timer begins (see
-	// shutdown): from then on the Cancelled calls owed go to calls, and
-	// are made once the clean-up's state changes are done.
-	stopping bool
+	// cleanUp is how far the clean-up of a stopped Timer has gone (see
+	// shutdown). From cleanUpCollecting on, the Cancelled calls owed go to
+	// calls, made after the state changes of the phase that owes them.
+	cleanUp cleanUpPhase
 
 	// calls are the Timeouts whose Cancelled call the clean-up owes.
 	calls []*Timeout
-
-	// collected records that the clean-up has cancelled what was pending
-	// (see shutdown), and shutDown that it is done: its pending timeouts
-	// cancelled, its queues closed. Each phase is done once.
-	collected, shutDown bool
 }
+
+// cleanUpPhase is how far the clean-up of a stopped Timer has gone.
+type cleanUpPhase uint8
+
+const (
+	cleanUpNotStarted cleanUpPhase = iota
+	cleanUpCollecting              // cancelling what is pending
+	cleanUpCollected               // done; waiting for the pool, closing the queues
+	cleanUpDone                    // pending timeouts cancelled, queues closed
+)
 
 // ownerState is what an owned Timer (made WithoutWorker) keeps for its
 // owner: the token and the owner's reading of time.

@@ -16,7 +16,7 @@ import (
 func (t *Timer) run() {
 	exited := false
 	defer func() {
-		if !exited && !t.wheel.shutDown {
+		if !exited && t.wheel.cleanUp != cleanUpDone {
 			// A task or a Cancelled call ran runtime.Goexit (t.FailNow in
 			// a test callback does), which recover cannot stop. The wheel
 			// is intact and the tick unfinished (or Stop's clean-up, which
